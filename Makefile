@@ -1,0 +1,33 @@
+# gradcscg — every README command is a target here.
+# GoMLX v0.28.16 needs Go 1.27; the module proxy serves the toolchain.
+export GOTOOLCHAIN := go1.27.0+auto
+# The go backend's AVX2/AVX-512 kernels need this experiment (several times faster).
+export GOEXPERIMENT := simd
+# Default GoMLX backend: the embedded pure-Go one (see README for XLA).
+export GOMLX_BACKEND ?= go
+
+GO ?= go
+BIN := bin/gradcscg
+
+.PHONY: all build demo test bench data clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gradcscg
+
+# The main job on a fresh machine: build, then learn a map (see README).
+demo: build
+	$(BIN) symbolic --env two_rooms --trainer gradient --seed 1
+
+# The default test suite (what .ci/run calls). Kept well under 20 minutes on 2 cores.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+# Go benchmarks of the hot paths.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./pkg/...
+
+clean:
+	rm -rf bin
