@@ -1,0 +1,146 @@
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bar reports the progress of a task of known length. It is safe for
+// concurrent use. A nil *Bar ignores every call, so callers can pass nil to
+// silence it.
+type Bar struct {
+	mu       sync.Mutex
+	w        io.Writer
+	name     string
+	total    int
+	start    time.Time
+	last     time.Time
+	every    time.Duration
+	tty      bool
+	done     bool
+	lastLine int
+	now      func() time.Time
+}
+
+// New returns a bar writing to w for a task of total steps. On a terminal
+// it redraws one line; otherwise it prints a line at most every 2 seconds
+// (set with Every).
+func New(w io.Writer, name string, total int) *Bar {
+	b := &Bar{w: w, name: name, total: total, every: 2 * time.Second, now: time.Now}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			b.tty = true
+			b.every = 200 * time.Millisecond
+		}
+	}
+	b.start = b.now()
+	return b
+}
+
+// Every sets the minimum interval between reports and returns b.
+func (b *Bar) Every(d time.Duration) *Bar {
+	if b != nil {
+		b.every = d
+	}
+	return b
+}
+
+// Update records that step (1-based count of finished steps) is done; the
+// optional format and args describe the current state (e.g. a loss).
+func (b *Bar) Update(step int, format string, args ...any) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	if step < b.total && now.Sub(b.last) < b.every {
+		return
+	}
+	b.last = now
+	b.print(step, now, fmt.Sprintf(format, args...))
+}
+
+// Line formats the progress line for step at time now.
+func (b *Bar) line(step int, now time.Time, msg string) string {
+	el := now.Sub(b.start)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s %d/%d", b.name, step, b.total)
+	if b.total > 0 {
+		fmt.Fprintf(&sb, " (%3.0f%%)", 100*float64(step)/float64(b.total))
+	}
+	if msg != "" {
+		sb.WriteString(" ")
+		sb.WriteString(msg)
+	}
+	if step > 0 && el > 0 {
+		rate := float64(step) / el.Seconds()
+		fmt.Fprintf(&sb, " | %s/s", formatRate(rate))
+		if step < b.total {
+			eta := time.Duration(float64(b.total-step) / rate * float64(time.Second))
+			fmt.Fprintf(&sb, " ETA %s", formatDuration(eta))
+		} else {
+			fmt.Fprintf(&sb, " in %s", formatDuration(el))
+		}
+	}
+	return sb.String()
+}
+
+func (b *Bar) print(step int, now time.Time, msg string) {
+	l := b.line(step, now, msg)
+	if b.tty {
+		pad := ""
+		if n := b.lastLine - len(l); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		fmt.Fprintf(b.w, "\r%s%s", l, pad)
+		b.lastLine = len(l)
+		return
+	}
+	fmt.Fprintln(b.w, l)
+}
+
+// Done prints the final line (once).
+func (b *Bar) Done(format string, args ...any) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	b.print(b.total, b.now(), fmt.Sprintf(format, args...))
+	if b.tty {
+		fmt.Fprintln(b.w)
+	}
+}
+
+func formatRate(r float64) string {
+	switch {
+	case r >= 100:
+		return fmt.Sprintf("%.0f", r)
+	case r >= 1:
+		return fmt.Sprintf("%.1f", r)
+	default:
+		return fmt.Sprintf("%.3f", r)
+	}
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}

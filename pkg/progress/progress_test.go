@@ -1,0 +1,57 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLines(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "train", 100)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	b.Every(time.Second)
+	for i := 1; i <= 100; i++ {
+		clock = clock.Add(100 * time.Millisecond) // 10 steps per second
+		b.Update(i, "loss %.1f", float64(i))
+	}
+	b.Done("final")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	// The first step, then one line per simulated second (every 10 steps), then Done.
+	if len(lines) != 12 {
+		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
+	}
+	if want := "train 1/100 (  1%) loss 1.0 | 10.0/s ETA 9.9s"; lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	if want := "train 11/100 ( 11%) loss 11.0 | 10.0/s ETA 8.9s"; lines[1] != want {
+		t.Errorf("second line %q, want %q", lines[1], want)
+	}
+	if !strings.Contains(lines[len(lines)-1], "100/100 (100%) final | 10.0/s in 10.0s") {
+		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+}
+
+func TestNilBar(t *testing.T) {
+	var b *Bar
+	b.Update(1, "x")
+	b.Done("")
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{500 * time.Millisecond, "500ms"},
+		{1500 * time.Millisecond, "1.5s"},
+		{90 * time.Second, "1m30s"},
+		{2*time.Hour + 5*time.Minute, "2h05m"},
+	} {
+		if got := formatDuration(c.d); got != c.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
