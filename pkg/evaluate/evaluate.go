@@ -1,0 +1,396 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+)
+
+// Input is one decoded held-out episode and the learned model.
+type Input struct {
+	Env    *gridworld.Env
+	Places []int // g_t, true places of the held-out episode, len T
+	States []int // s*_t, the Viterbi path, len T
+	Tokens []int // hard token per step, len T (symbolic: the class)
+	// Trans holds the transition probabilities T[a,i,j] as a flat row-major
+	// [A, N, N] array: Trans[(a*N+i)*N+j], A = Env.NumActions().
+	Trans     []float64
+	NumStates int // N (including the sink)
+	NumTokens int // K (codebook size or alphabet)
+}
+
+// Options are the read-out parameters of the suite.
+type Options struct {
+	Cutoff        float64   // Viterbi-path map cutoff fraction f (0.002)
+	CutoffSweep   []float64 // f values of the sweep (0.001, 0.002, 0.005)
+	Thresholds    []float64 // projected-map thresholds η (0.01, 0.05, 0.1, 0.2, 0.3)
+	MinTokenShare float64   // share of a place's visits for a token to count there (0.05)
+}
+
+// DefaultOptions returns the options of spec/evaluation.md.
+func DefaultOptions() Options {
+	return Options{
+		Cutoff:        0.002,
+		CutoffSweep:   []float64{0.001, 0.002, 0.005},
+		Thresholds:    []float64{0.01, 0.05, 0.1, 0.2, 0.3},
+		MinTokenShare: 0.05,
+	}
+}
+
+// Evaluate computes the suite (definitions in the package documentation).
+// It returns an error naming the field when lengths or ranges are wrong.
+// Env, Dataset, Trainer, Seed and Backend are for the caller to set; Seconds
+// starts with "evaluate" (and "total", which callers should overwrite with the
+// run's total).
+func Evaluate(in Input, opt Options) (*Report, error) {
+	start := time.Now()
+	if err := validate(in, opt); err != nil {
+		return nil, err
+	}
+	env := in.Env
+	T, N, K, P, A := len(in.Places), in.NumStates, in.NumTokens, env.NumPlaces(), env.NumActions()
+
+	r := &Report{
+		NumTokens: K,
+		NumStates: N,
+		NumPlaces: P,
+		Steps:     T,
+		TrueEdges: len(env.Edges()),
+		Env:       env.Name,
+	}
+
+	// n(s,g) and χ(s) (paper 3.9, "State-to-place assignment").
+	nsg := make([]int, N*P) // [N, P]
+	for t, s := range in.States {
+		nsg[s*P+in.Places[t]]++
+	}
+	chi := make([]int, N) // -1 for unvisited states
+	var visited []int     // V, increasing
+	sumMax, purity := 0, 0.0
+	for s := range N {
+		row := nsg[s*P : (s+1)*P]
+		best, tot := 0, 0
+		chi[s] = -1
+		for g, n := range row {
+			tot += n
+			if n > best { // strict: ties keep the lowest place id
+				best, chi[s] = n, g
+			}
+		}
+		if tot == 0 {
+			continue
+		}
+		visited = append(visited, s)
+		sumMax += best
+		purity += float64(best) / float64(tot)
+	}
+	r.StatePlace = chi
+	r.VisitedStates = len(visited)
+	r.ClonePurity = purity / float64(len(visited))
+	r.StatePlacePurity = float64(sumMax) / float64(T)
+
+	// Represented and visited places.
+	isRep := make([]bool, P)
+	for _, s := range visited {
+		isRep[chi[s]] = true
+	}
+	var rep []int // R, increasing place id
+	for g, ok := range isRep {
+		if ok {
+			rep = append(rep, g)
+		}
+	}
+	isVis := make([]bool, P)
+	for _, g := range in.Places {
+		isVis[g] = true
+	}
+	for _, ok := range isVis {
+		if ok {
+			r.VisitedPlaces++
+		}
+	}
+	r.RepresentedPlaces = len(rep)
+	r.RepresentedPlaceFraction = float64(len(rep)) / float64(r.VisitedPlaces)
+	r.StatesPerPlace = float64(len(visited)) / float64(len(rep))
+
+	// Projected map W_a(g,g') over represented places, indexed by position in rep.
+	R := len(rep)
+	pos := make([]int, P)
+	for i, g := range rep {
+		pos[g] = i
+	}
+	Wa := make([]float64, A*R*R) // [A, R, R]
+	for a := range A {
+		for _, i := range visited {
+			gi := pos[chi[i]]
+			row := in.Trans[(a*N+i)*N : (a*N+i+1)*N]
+			out := Wa[(a*R+gi)*R : (a*R+gi+1)*R]
+			for _, j := range visited {
+				if v, gj := row[j], pos[chi[j]]; v > out[gj] {
+					out[gj] = v
+				}
+			}
+		}
+	}
+	W := make([]float64, R*R) // W = max_a W_a
+	for a := range A {
+		for k, v := range Wa[a*R*R : (a+1)*R*R] {
+			W[k] = max(W[k], v)
+		}
+	}
+	truth := env.Edges()
+	for _, eta := range opt.Thresholds {
+		var learned [][2]int
+		for x := range R {
+			for y := x + 1; y < R; y++ {
+				if W[x*R+y] > eta || W[y*R+x] > eta {
+					learned = append(learned, [2]int{rep[x], rep[y]})
+				}
+			}
+		}
+		r.ProjectedMap = append(r.ProjectedMap, ThresholdScore{Threshold: eta, EdgeScore: score(learned, truth)})
+	}
+
+	// Viterbi-path map: traversal counts per undirected place pair.
+	counts := map[[2]int]int{}
+	for t := 0; t+1 < T; t++ {
+		g, h := chi[in.States[t]], chi[in.States[t+1]]
+		if g != h {
+			counts[[2]int{min(g, h), max(g, h)}]++
+		}
+	}
+	for uv, c := range counts {
+		r.ViterbiTransitions = append(r.ViterbiTransitions, PlaceEdge{A: uv[0], B: uv[1], Count: c})
+	}
+	sort.Slice(r.ViterbiTransitions, func(i, j int) bool {
+		x, y := r.ViterbiTransitions[i], r.ViterbiTransitions[j]
+		return x.A < y.A || (x.A == y.A && x.B < y.B)
+	})
+	kept := func(f float64) [][2]int {
+		var es [][2]int
+		for _, e := range r.ViterbiTransitions {
+			if float64(e.Count) > f*float64(T) {
+				es = append(es, [2]int{e.A, e.B})
+			}
+		}
+		return es
+	}
+	r.ViterbiEdges = kept(opt.Cutoff)
+	r.ViterbiMap = CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(r.ViterbiEdges, truth)}
+	for _, f := range opt.CutoffSweep {
+		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(kept(f), truth)})
+	}
+
+	// Action-outcome accuracy over (g ∈ R, a available at g).
+	correct, pairs, allPairs := 0, 0, 0
+	for g := range P {
+		allPairs += env.ActionsAt(g)
+	}
+	for x, g := range rep {
+		for a := range env.ActionsAt(g) {
+			pairs++
+			row := Wa[(a*R+x)*R : (a*R+x+1)*R]
+			best, pred := 0.0, -1
+			for y, v := range row {
+				if v > best { // strict: ties keep the lowest place id
+					best, pred = v, rep[y]
+				}
+			}
+			if pred >= 0 && pred == env.Next(g, a) {
+				correct++
+			}
+		}
+	}
+	r.ActionAccuracy = float64(correct) / float64(pairs)
+	r.ActionCoverage = float64(pairs) / float64(allPairs)
+
+	// Token statistics from the joint n(k,g).
+	nkg := make([]int, K*P) // [K, P]
+	nk := make([]int, K)
+	ng := make([]int, P)
+	for t, k := range in.Tokens {
+		nkg[k*P+in.Places[t]]++
+		nk[k]++
+		ng[in.Places[t]]++
+	}
+	Tf := float64(T)
+	tokPerPlace := make([]int, P)
+	placePerTok := make([]int, K)
+	for k := range K {
+		for g := range P {
+			n := nkg[k*P+g]
+			if n == 0 {
+				continue
+			}
+			p := float64(n) / Tf
+			r.HTokenGivenPlace -= p * math.Log(float64(n)/float64(ng[g]))
+			r.HPlaceGivenToken -= p * math.Log(float64(n)/float64(nk[k]))
+			if float64(n) >= opt.MinTokenShare*float64(ng[g]) {
+				tokPerPlace[g]++
+				placePerTok[k]++
+			}
+		}
+	}
+	r.HTokenGivenPlace, r.HPlaceGivenToken = clampZero(r.HTokenGivenPlace), clampZero(r.HPlaceGivenToken)
+	r.TokensPerPlaceMean, r.TokensPerPlaceMax = meanMax(tokPerPlace, isVis)
+	r.PlacesPerTokenMean, r.PlacesPerTokenMax = meanMax(placePerTok, nil)
+	h := 0.0
+	for _, n := range nk {
+		if n > 0 {
+			r.ActiveCodes++
+			p := float64(n) / Tf
+			h -= p * math.Log(p)
+		}
+	}
+	r.Perplexity = math.Exp(clampZero(h))
+
+	el := time.Since(start).Seconds()
+	r.Seconds = map[string]float64{"evaluate": el, "total": el}
+	return r, nil
+}
+
+// clampZero turns the tiny negative rounding residue of an entropy into 0.
+func clampZero(x float64) float64 {
+	if x < 0 {
+		return 0
+	}
+	return x
+}
+
+// meanMax returns the mean and max of xs over the indices with keep[i] (when
+// keep is nil: over the non-zero entries).
+func meanMax(xs []int, keep []bool) (float64, int) {
+	sum, n, mx := 0, 0, 0
+	for i, x := range xs {
+		if (keep != nil && keep[i]) || (keep == nil && x > 0) {
+			sum += x
+			n++
+			mx = max(mx, x)
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(sum) / float64(n), mx
+}
+
+func score(learned, truth [][2]int) EdgeScore {
+	p, r, f := PRF(learned, truth)
+	return EdgeScore{Precision: p, Recall: r, F1: f, Edges: len(normEdges(learned))}
+}
+
+// PRF returns precision, recall and F1 of the learned undirected edges
+// against the true ones: P = tp/(tp+fp), R = tp/(tp+fn), F1 = 2PR/(P+R), with
+// 0/0 := 0. Pairs are unordered; duplicates and self-loops are ignored.
+func PRF(learned, truth [][2]int) (p, r, f1 float64) {
+	L, E := normEdges(learned), normEdges(truth)
+	inE := make(map[[2]int]bool, len(E))
+	for _, e := range E {
+		inE[e] = true
+	}
+	tp := 0
+	for _, e := range L {
+		if inE[e] {
+			tp++
+		}
+	}
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	p = div(float64(tp), float64(len(L)))
+	r = div(float64(tp), float64(len(E)))
+	f1 = div(2*p*r, p+r)
+	return p, r, f1
+}
+
+// normEdges returns the distinct unordered pairs (u < v) of es, sorted,
+// without self-loops.
+func normEdges(es [][2]int) [][2]int {
+	out := make([][2]int, 0, len(es))
+	for _, e := range es {
+		if e[0] != e[1] {
+			out = append(out, [2]int{min(e[0], e[1]), max(e[0], e[1])})
+		}
+	}
+	slices.SortFunc(out, func(x, y [2]int) int {
+		if x[0] != y[0] {
+			return x[0] - y[0]
+		}
+		return x[1] - y[1]
+	})
+	return slices.Compact(out)
+}
+
+func validate(in Input, opt Options) error {
+	if in.Env == nil {
+		return errors.New("evaluate: Input.Env is nil")
+	}
+	T := len(in.Places)
+	if T == 0 {
+		return errors.New("evaluate: empty episode (len(Places) = 0)")
+	}
+	if len(in.States) != T {
+		return fmt.Errorf("evaluate: len(States) = %d, want len(Places) = %d", len(in.States), T)
+	}
+	if len(in.Tokens) != T {
+		return fmt.Errorf("evaluate: len(Tokens) = %d, want len(Places) = %d", len(in.Tokens), T)
+	}
+	if in.NumStates <= 0 {
+		return fmt.Errorf("evaluate: NumStates = %d, want > 0", in.NumStates)
+	}
+	if in.NumTokens <= 0 {
+		return fmt.Errorf("evaluate: NumTokens = %d, want > 0", in.NumTokens)
+	}
+	check := func(field string, xs []int, n int) error {
+		for t, x := range xs {
+			if x < 0 || x >= n {
+				return fmt.Errorf("evaluate: %s[%d] = %d out of range [0, %d)", field, t, x, n)
+			}
+		}
+		return nil
+	}
+	if err := check("Places", in.Places, in.Env.NumPlaces()); err != nil {
+		return err
+	}
+	if err := check("States", in.States, in.NumStates); err != nil {
+		return err
+	}
+	if err := check("Tokens", in.Tokens, in.NumTokens); err != nil {
+		return err
+	}
+	A, N := in.Env.NumActions(), in.NumStates
+	if len(in.Trans) != A*N*N {
+		return fmt.Errorf("evaluate: len(Trans) = %d, want A*N*N = %d*%d*%d = %d", len(in.Trans), A, N, N, A*N*N)
+	}
+	for k, v := range in.Trans {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			a, i, j := k/(N*N), k/N%N, k%N
+			return fmt.Errorf("evaluate: Trans[%d,%d,%d] = %v, want a finite probability >= 0", a, i, j, v)
+		}
+	}
+	if !(opt.Cutoff >= 0) || math.IsInf(opt.Cutoff, 0) {
+		return fmt.Errorf("evaluate: Options.Cutoff = %v, want a finite fraction >= 0", opt.Cutoff)
+	}
+	for _, f := range opt.CutoffSweep {
+		if !(f >= 0) || math.IsInf(f, 0) {
+			return fmt.Errorf("evaluate: Options.CutoffSweep holds %v, want finite fractions >= 0", f)
+		}
+	}
+	for _, eta := range opt.Thresholds {
+		if math.IsNaN(eta) || math.IsInf(eta, 0) {
+			return fmt.Errorf("evaluate: Options.Thresholds holds %v, want finite thresholds", eta)
+		}
+	}
+	if !(opt.MinTokenShare >= 0 && opt.MinTokenShare <= 1) {
+		return fmt.Errorf("evaluate: Options.MinTokenShare = %v, want a share in [0, 1]", opt.MinTokenShare)
+	}
+	return nil
+}
