@@ -1,0 +1,84 @@
+package vqvae
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/compute"
+)
+
+// benchBackend is the backend named by GOMLX_BACKEND (e.g. "go", "go:ops_sequential").
+func benchBackend(b *testing.B) compute.Backend {
+	be, err := compute.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be
+}
+
+// syntheticImages returns n Side×Side images of random blobs in [0,1].
+func syntheticImages(rng *rand.Rand, n, side int) []float32 {
+	img := make([]float32, n*side*side)
+	for i := range n {
+		cy, cx := rng.Float64()*float64(side), rng.Float64()*float64(side)
+		r2 := float64(side*side) / (8 + 8*rng.Float64())
+		for y := range side {
+			for x := range side {
+				dy, dx := float64(y)-cy, float64(x)-cx
+				if dy*dy+dx*dx < r2 {
+					img[(i*side+y)*side+x] = float32(0.5 + 0.5*rng.Float64())
+				}
+			}
+		}
+	}
+	return img
+}
+
+func benchArch(b *testing.B, arch Arch) {
+	const batch = 256
+	cfg := DefaultConfig(10)
+	cfg.Arch = arch
+	m, err := New(benchBackend(b), cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	imgs := syntheticImages(rand.New(rand.NewPCG(1, 1)), batch, cfg.Side)
+	if _, err := m.TrainStep(Batch{Images: imgs}); err != nil { // compile + k-means init
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := m.TrainStep(Batch{Images: imgs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/image")
+}
+
+// BenchmarkTrainStep256 is one training step (forward + backward + Adam + EMA) of the
+// reference convolutional VQ-VAE at batch 256.
+func BenchmarkTrainStep256(b *testing.B) { benchArch(b, ArchConv) }
+
+// BenchmarkTrainStep256MLP is the same for the MLP variant.
+func BenchmarkTrainStep256MLP(b *testing.B) { benchArch(b, ArchMLP) }
+
+// BenchmarkEncode256 is inference (encoder, quantisation, soft posterior) at batch 256.
+func BenchmarkEncode256(b *testing.B) {
+	const batch = evalBatch
+	cfg := DefaultConfig(10)
+	m, err := New(benchBackend(b), cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	imgs := syntheticImages(rand.New(rand.NewPCG(2, 2)), batch, cfg.Side)
+	if _, _, err := m.Encode(imgs); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := m.Encode(imgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/image")
+}

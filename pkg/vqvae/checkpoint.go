@@ -1,0 +1,243 @@
+package vqvae
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Checkpoint file layout:
+//
+//	magic "GRADCSCG-VQVAE\n" | version uint32 | payload length uint64 | SHA-256 of payload | payload (gob)
+//
+// The payload holds the configuration, the Go-side RNG state, the learning rate, the
+// history, the warm-up cursor and every variable of the store (parameters, codebook,
+// Adam moments and step counters, the graph RNG state), so that a loaded model
+// continues exactly as the saved one would have.
+const (
+	checkpointMagic   = "GRADCSCG-VQVAE\n"
+	checkpointVersion = 1
+)
+
+type savedVar struct {
+	Path      string
+	DType     int32
+	Dims      []int
+	Trainable bool
+	Data      []byte
+}
+
+type checkpointPayload struct {
+	Config  Config
+	Seed    uint64
+	RNG     []byte
+	LR      float64
+	Ready   bool
+	History []StepRecord
+	Cursor  WarmupCursor
+	Vars    []savedVar
+}
+
+// rngStatePath is where model.Store keeps the graph RNG state.
+var rngStatePath = model.JoinPath("/", model.RNGStateVariableName)
+
+// Save writes the model to path atomically (a temporary file in the same directory,
+// renamed over path once complete).
+func (m *Model) Save(path string) error {
+	rngState, err := m.pcg.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("vqvae.Save %s: rng: %w", path, err)
+	}
+	p := checkpointPayload{
+		Config: m.cfg, Seed: m.seed, RNG: rngState, LR: m.lr, Ready: m.ready,
+		History: m.history, Cursor: m.cursor,
+	}
+	for v := range m.store.IterVariables() {
+		t, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("vqvae.Save %s: variable %s: %w", path, v.Path(), err)
+		}
+		var data []byte
+		if err := t.ConstBytes(func(b []byte) { data = slices.Clone(b) }); err != nil {
+			return fmt.Errorf("vqvae.Save %s: variable %s: %w", path, v.Path(), err)
+		}
+		p.Vars = append(p.Vars, savedVar{
+			Path: v.Path(), DType: int32(t.Shape().DType), Dims: slices.Clone(t.Shape().Dimensions),
+			Trainable: v.Trainable, Data: data,
+		})
+	}
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(&p); err != nil {
+		return fmt.Errorf("vqvae.Save %s: encode: %w", path, err)
+	}
+	sum := sha256.Sum256(payload.Bytes())
+	var head bytes.Buffer
+	head.WriteString(checkpointMagic)
+	_ = binary.Write(&head, binary.LittleEndian, uint32(checkpointVersion))
+	_ = binary.Write(&head, binary.LittleEndian, uint64(payload.Len()))
+	head.Write(sum[:])
+	return writeAtomic(path, head.Bytes(), payload.Bytes())
+}
+
+// writeAtomic writes the parts to a temporary file next to path and renames it.
+func writeAtomic(path string, parts ...[]byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("vqvae.Save %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	for _, b := range parts {
+		if _, err = f.Write(b); err != nil {
+			return fmt.Errorf("vqvae.Save %s: %w", path, err)
+		}
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("vqvae.Save %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("vqvae.Save %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("vqvae.Save %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load reads a model saved by Save and places it on backend.
+func Load(backend compute.Backend, path string) (*Model, error) {
+	if backend == nil {
+		return nil, errors.New("vqvae.Load: nil backend")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("vqvae.Load: %w", err)
+	}
+	p, err := decodeCheckpoint(raw)
+	if err != nil {
+		return nil, fmt.Errorf("vqvae.Load %s: %w", path, err)
+	}
+	m, err := restore(backend, p)
+	if err != nil {
+		return nil, fmt.Errorf("vqvae.Load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// decodeCheckpoint validates the framing and decodes the payload.
+func decodeCheckpoint(raw []byte) (*checkpointPayload, error) {
+	headLen := len(checkpointMagic) + 4 + 8 + sha256.Size
+	if len(raw) < len(checkpointMagic) || string(raw[:len(checkpointMagic)]) != checkpointMagic {
+		return nil, errors.New("not a VQ-VAE checkpoint (bad magic)")
+	}
+	if len(raw) < headLen {
+		return nil, fmt.Errorf("truncated header (%d bytes, want %d)", len(raw), headLen)
+	}
+	r := bytes.NewReader(raw[len(checkpointMagic):])
+	var version uint32
+	var n uint64
+	_ = binary.Read(r, binary.LittleEndian, &version)
+	_ = binary.Read(r, binary.LittleEndian, &n)
+	if version != checkpointVersion {
+		return nil, fmt.Errorf("unsupported checkpoint version %d (want %d)", version, checkpointVersion)
+	}
+	var sum [sha256.Size]byte
+	_, _ = io.ReadFull(r, sum[:])
+	payload := raw[headLen:]
+	if uint64(len(payload)) != n {
+		return nil, fmt.Errorf("truncated or padded payload: %d bytes, header says %d", len(payload), n)
+	}
+	if sha256.Sum256(payload) != sum {
+		return nil, errors.New("checksum mismatch (corrupted file)")
+	}
+	var p checkpointPayload
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&p); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return &p, nil
+}
+
+// restore rebuilds a Model from a decoded payload, checking it against its config.
+func restore(backend compute.Backend, p *checkpointPayload) (*Model, error) {
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
+	}
+	m := newShell(backend, p.Config, p.Seed)
+	if err := m.pcg.UnmarshalBinary(p.RNG); err != nil {
+		return nil, fmt.Errorf("rng state: %w", err)
+	}
+	m.lr, m.ready, m.history, m.cursor = p.LR, p.Ready, p.History, p.Cursor
+	for _, sv := range p.Vars {
+		dt := dtypes.DType(sv.DType)
+		shape := shapes.Make(dt, sv.Dims...)
+		if !shape.Ok() || dt.Size() <= 0 {
+			return nil, fmt.Errorf("variable %s: invalid dtype %d or dims %v", sv.Path, sv.DType, sv.Dims)
+		}
+		if int(shape.ByteSize()) != len(sv.Data) {
+			return nil, fmt.Errorf("variable %s: %d bytes for shape %s (want %d)", sv.Path, len(sv.Data), shape, shape.ByteSize())
+		}
+		t := tensors.FromShape(shape)
+		if err := t.MutableBytes(func(b []byte) { copy(b, sv.Data) }); err != nil {
+			return nil, fmt.Errorf("variable %s: %w", sv.Path, err)
+		}
+		if sv.Path == rngStatePath {
+			if err := m.store.SetRNGStateFromSeed(0); err != nil { // creates the variable
+				return nil, fmt.Errorf("variable %s: %w", sv.Path, err)
+			}
+			if err := m.store.GetVariable(rngStatePath).SetValue(t); err != nil {
+				return nil, fmt.Errorf("variable %s: %w", sv.Path, err)
+			}
+			continue
+		}
+		v, err := m.store.CreateVariable(sv.Path, t)
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", sv.Path, err)
+		}
+		v.SetTrainable(sv.Trainable)
+	}
+	// Every parameter the configuration needs must be there with the right shape.
+	scope := m.Scope()
+	for _, ps := range p.Config.params() {
+		v := subScope(scope, ps.scope).GetVariable(ps.name)
+		if v == nil {
+			return nil, fmt.Errorf("variable %s/%s missing", ps.scope, ps.name)
+		}
+		if !slices.Equal(v.Shape().Dimensions, ps.dims) {
+			return nil, fmt.Errorf("variable %s/%s: shape %v, config wants %v", ps.scope, ps.name, v.Shape().Dimensions, ps.dims)
+		}
+	}
+	e, n, s := CodebookVars(scope)
+	k, d := p.Config.K, p.Config.D
+	for _, x := range []struct {
+		v    *model.Variable
+		name string
+		dims []int
+	}{{e, "embeddings", []int{k, d}}, {n, "size", []int{k}}, {s, "sum", []int{k, d}}} {
+		if x.v == nil {
+			return nil, fmt.Errorf("variable codebook/%s missing", x.name)
+		}
+		if !slices.Equal(x.v.Shape().Dimensions, x.dims) {
+			return nil, fmt.Errorf("variable codebook/%s: shape %v, config wants %v", x.name, x.v.Shape().Dimensions, x.dims)
+		}
+	}
+	return m, nil
+}
