@@ -3,8 +3,10 @@
 export GOTOOLCHAIN := go1.27.0+auto
 # The go backend's AVX2/AVX-512 kernels need this experiment (several times faster).
 export GOEXPERIMENT := simd
-# Default GoMLX backend: the embedded pure-Go one (see README for XLA).
-export GOMLX_BACKEND ?= go
+# Default GoMLX backend: the embedded pure-Go one, with sequential op
+# execution: a While loop whose body runs a matmul deadlocks otherwise, and
+# it costs nothing measurable on our workloads (README, "Backends").
+export GOMLX_BACKEND ?= go:ops_sequential
 
 GO ?= go
 BIN := bin/gradcscg

@@ -23,6 +23,7 @@ type Bar struct {
 	tty      bool
 	done     bool
 	lastLine int
+	printed  int // last step printed
 	now      func() time.Time
 }
 
@@ -57,6 +58,9 @@ func (b *Bar) Update(step int, format string, args ...any) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.total > 0 && step > b.total {
+		step = b.total
+	}
 	now := b.now()
 	if step < b.total && now.Sub(b.last) < b.every {
 		return
@@ -92,6 +96,7 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 
 func (b *Bar) print(step int, now time.Time, msg string) {
 	l := b.line(step, now, msg)
+	b.printed = step
 	if b.tty {
 		pad := ""
 		if n := b.lastLine - len(l); n > 0 {
@@ -104,7 +109,8 @@ func (b *Bar) print(step int, now time.Time, msg string) {
 	fmt.Fprintln(b.w, l)
 }
 
-// Done prints the final line (once).
+// Done prints the final line (once), unless the last step was already
+// reported and there is nothing to add.
 func (b *Bar) Done(format string, args ...any) {
 	if b == nil {
 		return
@@ -115,6 +121,12 @@ func (b *Bar) Done(format string, args ...any) {
 		return
 	}
 	b.done = true
+	if b.printed == b.total && format == "" {
+		if b.tty {
+			fmt.Fprintln(b.w)
+		}
+		return
+	}
 	b.print(b.total, b.now(), fmt.Sprintf(format, args...))
 	if b.tty {
 		fmt.Fprintln(b.w)
