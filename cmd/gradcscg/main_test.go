@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+)
+
+// run executes the command line and returns its exit code and outputs.
+func run(t *testing.T, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	stdout, stderr = &o, &e
+	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
+	code = realMain(args)
+	return code, o.String(), e.String()
+}
+
+// oneCleanError checks that errOut is exactly one line holding want and no trace.
+func oneCleanError(t *testing.T, errOut, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != 1 {
+		t.Errorf("want one error line, got %d:\n%s", len(lines), errOut)
+	}
+	if !strings.Contains(errOut, want) {
+		t.Errorf("error %q does not mention %q", errOut, want)
+	}
+	for _, bad := range []string{"panic", "goroutine", ".go:"} {
+		if strings.Contains(errOut, bad) {
+			t.Errorf("error output contains %q:\n%s", bad, errOut)
+		}
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, errOut := run(t, "frobnicate")
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	oneCleanError(t, errOut, `unknown command "frobnicate"`)
+}
+
+func TestUnknownEnvironment(t *testing.T) {
+	code, _, errOut := run(t, "symbolic", "--env", "nowhere", "--quiet")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	oneCleanError(t, errOut, "nowhere")
+}
+
+func TestBadFlag(t *testing.T) {
+	code, _, _ := run(t, "symbolic", "--trainer", "sgd", "--quiet")
+	if code != 1 {
+		t.Errorf("--trainer sgd: exit code %d, want 1", code)
+	}
+	code, _, errOut := run(t, "symbolic", "--no-such-flag")
+	if code != 2 || !strings.Contains(errOut, "no-such-flag") {
+		t.Errorf("unknown flag: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestMalformedLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "room.txt")
+	if err := os.WriteFile(path, []byte("// a ragged room\n0 1 2\n3 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "symbolic", "--layout", path, "--quiet")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	oneCleanError(t, errOut, path+":3:")
+}
+
+func TestTrainSaveLoadAndMismatch(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "aliased.chmm")
+	report := filepath.Join(dir, "report.json")
+	code, out, errOut := run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000",
+		"--quiet", "--save", model, "--json", report)
+	if code != 0 {
+		t.Fatalf("training failed (%d): %s", code, errOut)
+	}
+	if !strings.Contains(out, "Viterbi map") {
+		t.Errorf("no report table in output:\n%s", out)
+	}
+	rep, err := evaluate.ReadJSON(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Env != "aliased" || rep.Trainer != "gradient" || rep.NumStates != 21 {
+		t.Errorf("report identity: env %q trainer %q N %d", rep.Env, rep.Trainer, rep.NumStates)
+	}
+	if rep.ViterbiMap.Recall < 0.99 {
+		t.Errorf("small aliased run: Viterbi-map recall %.3f", rep.ViterbiMap.Recall)
+	}
+
+	// The saved model evaluates again on its own environment...
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", model, "--steps", "2000", "--quiet"); code != 0 {
+		t.Errorf("--load on aliased failed: %s", errOut)
+	}
+	// ...but not on another configuration.
+	code, _, errOut = run(t, "symbolic", "--env", "two_rooms", "--load", model, "--quiet")
+	if code != 1 {
+		t.Errorf("mismatched model: exit %d, want 1", code)
+	}
+	oneCleanError(t, errOut, "does not fit environment two_rooms")
+
+	// A corrupt model file is reported, not trusted.
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	bad := filepath.Join(dir, "bad.chmm")
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--load", bad, "--quiet")
+	if code != 1 {
+		t.Errorf("corrupt model: exit %d, want 1", code)
+	}
+	oneCleanError(t, errOut, "bad.chmm")
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+)
+
+func init() {
+	register("symbolic", "train a cloned HMM on symbolic random walks (EM or gradient) and score the map", runSymbolic)
+	register("envs", "list the built-in environments", runEnvs)
+}
+
+// symbolicOptions are the flags of "gradcscg symbolic".
+type symbolicOptions struct {
+	env, layout, trainer string
+	seed                 uint64
+	episodes, steps      int
+	evalSteps            int
+	clones               int
+	clonesPerToken       string
+	iters                int
+	lr                   float64
+	pseudocount          float64
+	entropy              float64
+	jsonPath, savePath   string
+	loadPath             string
+	quiet                bool
+}
+
+func runSymbolic(args []string) error {
+	var o symbolicOptions
+	fs := newFlagSet("symbolic", "--env NAME | --layout FILE [--trainer gradient|em] [flags]")
+	fs.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs')")
+	fs.StringVar(&o.layout, "layout", "", "custom layout file (overrides --env; format in README)")
+	fs.StringVar(&o.trainer, "trainer", "gradient", "training rule: gradient (Adam on π, Θ) or em (Baum–Welch)")
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed (walks, initialisation, held-out episode)")
+	fs.IntVar(&o.episodes, "episodes", 0, "training episodes (0: the environment's reference count)")
+	fs.IntVar(&o.steps, "steps", 0, "steps per training episode (0: the reference length)")
+	fs.IntVar(&o.evalSteps, "eval-steps", 0, "steps of the held-out evaluation episode (0: same as --steps)")
+	fs.IntVar(&o.clones, "clones", 0, "clones per token (0: the environment's reference budget)")
+	fs.StringVar(&o.clonesPerToken, "clones-for", "", "per-class clone budgets overriding --clones, e.g. \"0=20\" (class=clones,...)")
+	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
+	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
+	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
+	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
+	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
+	fs.StringVar(&o.loadPath, "load", "", "evaluate this saved model instead of training one")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.trainer != "gradient" && o.trainer != "em" {
+		return fmt.Errorf("--trainer %q: must be gradient or em", o.trainer)
+	}
+	rep, err := symbolicRun(o)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		if err := rep.WriteJSON(o.jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	}
+	return nil
+}
+
+// loadEnv resolves --layout or --env.
+func loadEnv(name, layout string) (*gridworld.Env, error) {
+	if layout != "" {
+		return gridworld.LoadLayout(layout)
+	}
+	return gridworld.Named(name)
+}
+
+// tokenMap compacts the class ids an environment shows into tokens 0..K-1
+// (symbolic observations: the token of a class is its rank among the classes).
+func tokenMap(env *gridworld.Env) (classToToken map[int]int, classes []int) {
+	seen := map[int]bool{}
+	for _, c := range env.Class {
+		seen[c] = true
+	}
+	for c := range seen {
+		classes = append(classes, c)
+	}
+	sort.Ints(classes)
+	classToToken = make(map[int]int, len(classes))
+	for k, c := range classes {
+		classToToken[c] = k
+	}
+	return classToToken, classes
+}
+
+// parseClonesFor parses "class=clones,..." into a map.
+func parseClonesFor(s string) (map[int]int, error) {
+	out := map[int]int{}
+	if s == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		kv := strings.SplitN(strings.TrimSpace(part), "=", 2)
+		if len(kv) != 2 {
+			return nil, fmt.Errorf("--clones-for: %q is not class=clones", part)
+		}
+		c, err1 := strconv.Atoi(kv[0])
+		n, err2 := strconv.Atoi(kv[1])
+		if err1 != nil || err2 != nil || c < 0 || n < 1 {
+			return nil, fmt.Errorf("--clones-for: %q needs a class id >= 0 and a clone count >= 1", part)
+		}
+		out[c] = n
+	}
+	return out, nil
+}
+
+func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
+	t0 := time.Now()
+	env, err := loadEnv(o.env, o.layout)
+	if err != nil {
+		return nil, err
+	}
+	def := env.Defaults()
+	if o.episodes <= 0 {
+		o.episodes = def.Episodes
+	}
+	if o.steps <= 0 {
+		o.steps = def.Steps
+	}
+	if o.evalSteps <= 0 {
+		o.evalSteps = o.steps
+	}
+	if o.clones <= 0 {
+		o.clones = def.ClonesPerClass
+	}
+	perClass, err := parseClonesFor(o.clonesPerToken)
+	if err != nil {
+		return nil, err
+	}
+	if o.clonesPerToken == "" {
+		perClass = def.ClonesByClass
+	}
+	toToken, classes := tokenMap(env)
+	for c := range perClass {
+		if _, ok := toToken[c]; !ok {
+			return nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
+		}
+	}
+	clones := make([]int, len(classes))
+	for k, c := range classes {
+		clones[k] = o.clones
+		if n, ok := perClass[c]; ok {
+			clones[k] = n
+		}
+	}
+
+	seqs := func(eps []gridworld.Episode) []chmm.Sequence {
+		out := make([]chmm.Sequence, len(eps))
+		for i, ep := range eps {
+			obs := make([]int, len(ep.Obs))
+			for t, c := range ep.Obs {
+				obs[t] = toToken[c]
+			}
+			out[i] = chmm.Sequence{Obs: obs, Actions: ep.Actions}
+		}
+		return out
+	}
+	train := seqs(env.TrainingEpisodes(rand.New(rand.NewPCG(o.seed, 1)), o.episodes, o.steps))
+	heldOut := env.Walk(rand.New(rand.NewPCG(o.seed, 3)), o.evalSteps)
+	test := seqs([]gridworld.Episode{heldOut})[0]
+
+	var m *chmm.Model
+	if o.loadPath != "" {
+		if m, err = chmm.Load(o.loadPath); err != nil {
+			return nil, err
+		}
+		if err := m.CheckCompatible(len(classes), env.NumActions()); err != nil {
+			return nil, fmt.Errorf("%s does not fit environment %s: %w", o.loadPath, env.Name, err)
+		}
+	} else {
+		m = chmm.New(clones, env.NumActions(), rand.New(rand.NewPCG(o.seed, 2)))
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
+			env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), o.episodes, o.steps, o.trainer)
+	}
+	tTrain := time.Now()
+	if o.loadPath == "" {
+		if err := trainSymbolic(m, train, o, def); err != nil {
+			return nil, err
+		}
+	}
+	trainSec := time.Since(tTrain).Seconds()
+
+	tEval := time.Now()
+	states, _, err := chmm.Viterbi(m, test)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the held-out episode: %w", err)
+	}
+	rep, err := evaluate.Evaluate(evaluate.Input{
+		Env:       env,
+		Places:    heldOut.Places,
+		States:    states,
+		Tokens:    test.Obs,
+		Trans:     m.Transitions(),
+		NumStates: m.N(),
+		NumTokens: m.K(),
+	}, evaluate.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	rep.Env = env.Name
+	rep.Dataset = "symbolic"
+	rep.Trainer = o.trainer
+	rep.Seed = o.seed
+	rep.Seconds = map[string]float64{
+		"train": trainSec,
+		"eval":  time.Since(tEval).Seconds(),
+		"total": time.Since(t0).Seconds(),
+	}
+	if o.savePath != "" {
+		m.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
+		if err := m.Save(o.savePath); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) error {
+	var bar *progress.Bar
+	workers := runtime.GOMAXPROCS(0)
+	switch o.trainer {
+	case "em":
+		cfg := chmm.DefaultEMConfig()
+		cfg.Workers = workers
+		if o.iters > 0 {
+			cfg.MaxIters = o.iters
+		}
+		cfg.Pseudocount = def.Pseudocount
+		if o.pseudocount >= 0 {
+			cfg.Pseudocount = o.pseudocount
+		}
+		if !o.quiet {
+			bar = progress.New(stderr, "EM", cfg.MaxIters)
+			cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
+		}
+		_, err := chmm.TrainEM(m, train, cfg)
+		bar.Done("")
+		return err
+	default:
+		cfg := chmm.DefaultGradConfig()
+		cfg.Workers = workers
+		cfg.Seed = o.seed
+		if o.iters > 0 {
+			cfg.Iters = o.iters
+		}
+		if o.lr > 0 {
+			cfg.LR = o.lr
+		}
+		cfg.EntropyWeight = o.entropy
+		if !o.quiet {
+			bar = progress.New(stderr, "gradient", cfg.Iters)
+			cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
+		}
+		_, err := chmm.TrainGradient(m, train, cfg)
+		bar.Done("")
+		return err
+	}
+}
+
+func runEnvs(args []string) error {
+	fs := newFlagSet("envs", "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-18s %7s %6s %8s %8s\n", "name", "places", "edges", "classes", "actions")
+	for _, n := range gridworld.Names() {
+		e, err := gridworld.Named(n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%-18s %7d %6d %8d %8d\n", n, e.NumPlaces(), len(e.Edges()), e.NumClasses(), e.NumActions())
+	}
+	return nil
+}

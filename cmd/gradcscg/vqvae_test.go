@@ -1,0 +1,346 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tinyVQ are the flags of a run small enough for tests: 4 steps of batch 16 on one
+// 96-step aliased episode, scored on a 60-step held-out episode.
+var tinyVQ = []string{"--env", "aliased", "--batch", "16", "--episodes", "1", "--episode-len", "96", "--eval-len", "60", "--quiet"}
+
+func vqArgs(extra ...string) []string {
+	return append(append([]string{"vqvae"}, tinyVQ...), extra...)
+}
+
+func readReport(t *testing.T, path string) *vqReport {
+	t.Helper()
+	r, err := readVQReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestScoreTokens checks the token-quality metrics on hand-computed cases.
+func TestScoreTokens(t *testing.T) {
+	// h2 is the entropy (nats) of a two-outcome distribution (p, 1-p).
+	h2 := func(p float64) float64 { return -p*math.Log(p) - (1-p)*math.Log(1-p) }
+	for _, tc := range []struct {
+		name             string
+		tokens, classes  []int
+		purity           float64
+		hTokGivenCls     float64
+		hClsGivenTok     float64
+		perplexity       float64
+		active           int
+		classMajority    []int     // per class in increasing order
+		classShare       []float64 //
+		classPurity      []float64 //
+		tokenMajority    []int     // per token in increasing order
+		tokenPurityCheck []float64 //
+	}{
+		{
+			// Class 0 splits 3:1 over t5 and t7; t7 also holds both class-1 frames.
+			name:    "split and merge",
+			tokens:  []int{5, 5, 5, 7, 7, 7, 9, 9},
+			classes: []int{0, 0, 0, 0, 1, 1, 2, 2},
+			purity:  7.0 / 8,
+			// H(token|class) = p(c=0)·H(3/4, 1/4); H(class|token) = p(t7)·H(1/3, 2/3).
+			hTokGivenCls: 0.5 * h2(0.75),
+			hClsGivenTok: 3.0 / 8 * h2(1.0/3),
+			// token usage (3/8, 3/8, 2/8)
+			perplexity:       math.Exp(-2*3.0/8*math.Log(3.0/8) - 2.0/8*math.Log(2.0/8)),
+			active:           3,
+			classMajority:    []int{5, 7, 9},
+			classShare:       []float64{0.75, 1, 1},
+			classPurity:      []float64{0.75, 1, 1},
+			tokenMajority:    []int{0, 1, 2},
+			tokenPurityCheck: []float64{1, 2.0 / 3, 1},
+		},
+		{
+			// One token for two classes: a tie, broken towards the lower class.
+			name:             "tie",
+			tokens:           []int{4, 4},
+			classes:          []int{2, 1},
+			purity:           0.5,
+			hTokGivenCls:     0,
+			hClsGivenTok:     math.Log(2),
+			perplexity:       1,
+			active:           1,
+			classMajority:    []int{4, 4},
+			classShare:       []float64{1, 1},
+			classPurity:      []float64{1, 0},
+			tokenMajority:    []int{1},
+			tokenPurityCheck: []float64{0.5},
+		},
+		{
+			name:             "perfect",
+			tokens:           []int{1, 0, 1, 0},
+			classes:          []int{3, 6, 3, 6},
+			purity:           1,
+			perplexity:       2,
+			active:           2,
+			classMajority:    []int{1, 0},
+			classShare:       []float64{1, 1},
+			classPurity:      []float64{1, 1},
+			tokenMajority:    []int{6, 3},
+			tokenPurityCheck: []float64{1, 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := scoreTokens(tc.tokens, tc.classes, nil)
+			const tol = 1e-12
+			for _, c := range []struct {
+				what      string
+				got, want float64
+			}{
+				{"purity", q.Purity, tc.purity},
+				{"H(token|class)", q.HTokenGivenClass, tc.hTokGivenCls},
+				{"H(class|token)", q.HClassGivenToken, tc.hClsGivenTok},
+				{"perplexity", q.Perplexity, tc.perplexity},
+			} {
+				if math.Abs(c.got-c.want) > tol {
+					t.Errorf("%s = %.15g, want %.15g", c.what, c.got, c.want)
+				}
+			}
+			if q.Active != tc.active {
+				t.Errorf("active = %d, want %d", q.Active, tc.active)
+			}
+			if len(q.Classes) != len(tc.classMajority) || len(q.Tokens) != len(tc.tokenMajority) {
+				t.Fatalf("%d class rows and %d token rows, want %d and %d", len(q.Classes), len(q.Tokens),
+					len(tc.classMajority), len(tc.tokenMajority))
+			}
+			for i, c := range q.Classes {
+				if c.MajorityToken != tc.classMajority[i] || math.Abs(c.Share-tc.classShare[i]) > tol ||
+					math.Abs(c.Purity-tc.classPurity[i]) > tol {
+					t.Errorf("class %d: majority t%d share %g purity %g, want t%d %g %g", c.Class, c.MajorityToken,
+						c.Share, c.Purity, tc.classMajority[i], tc.classShare[i], tc.classPurity[i])
+				}
+			}
+			for i, k := range q.Tokens {
+				if k.MajorityClass != tc.tokenMajority[i] || math.Abs(k.Purity-tc.tokenPurityCheck[i]) > tol {
+					t.Errorf("token %d: majority class %d purity %g, want %d %g", k.Token, k.MajorityClass, k.Purity,
+						tc.tokenMajority[i], tc.tokenPurityCheck[i])
+				}
+			}
+		})
+	}
+}
+
+func TestMeanSD(t *testing.T) {
+	s := meanSD([]float64{1, 2, 6})
+	// mean 3; squared deviations 4, 1, 9 → variance 14/2.
+	if s.Mean != 3 || math.Abs(s.SD-math.Sqrt(7)) > 1e-15 || s.N != 3 {
+		t.Errorf("meanSD = %+v, want mean 3, sd √7, n 3", s)
+	}
+	if s := meanSD([]float64{5}); s.Mean != 5 || s.SD != 0 {
+		t.Errorf("meanSD of one value = %+v", s)
+	}
+}
+
+// TestVQVAERun trains a tiny model, checks its outputs, resumes it, checks that the
+// resumed run equals an uninterrupted one, reloads the finished model, and refuses a
+// checkpoint of another run.
+func TestVQVAERun(t *testing.T) {
+	dir := t.TempDir()
+	run4 := filepath.Join(dir, "a")
+	jsonPath := filepath.Join(dir, "copy.json")
+	code, out, errOut := run(t, vqArgs("--steps", "4", "--out", run4, "--json", jsonPath)...)
+	if code != 0 {
+		t.Fatalf("tiny run failed (%d): %s", code, errOut)
+	}
+	for _, want := range []string{"token purity", "H(token | class)", "perplexity", "majority token", "recon.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{vqModelFile, vqReconFile, vqReportFile, vqManifestFile} {
+		if _, err := os.Stat(filepath.Join(run4, f)); err != nil {
+			t.Errorf("output missing: %v", err)
+		}
+	}
+	rep := readReport(t, filepath.Join(run4, vqReportFile))
+	if c := readReport(t, jsonPath); c.Purity != rep.Purity || c.Steps != rep.Steps {
+		t.Errorf("--json copy differs from report.json")
+	}
+	if rep.Steps != 4 || rep.NumTokens != 4 || rep.EvalFrames != 60 || rep.TrainFrames != 96 || rep.Dataset != "mnist" {
+		t.Errorf("report identity: steps %d K %d eval %d train %d dataset %q", rep.Steps, rep.NumTokens,
+			rep.EvalFrames, rep.TrainFrames, rep.Dataset)
+	}
+	frames := 0
+	for _, c := range rep.Classes {
+		frames += c.Frames
+	}
+	if len(rep.Classes) != 4 || frames != 60 {
+		t.Errorf("%d classes with %d frames, want 4 classes (aliased) and 60 frames", len(rep.Classes), frames)
+	}
+	if !(rep.Purity > 0 && rep.Purity <= 1) || !(rep.Perplexity >= 1 && rep.Perplexity <= 4) ||
+		rep.ActiveCodes < 1 || rep.ActiveCodes > 4 || !(rep.TestMSE > 0 && rep.TestMSE < 1) {
+		t.Errorf("metrics out of range: %+v", rep)
+	}
+	// Figure: two frames per class (8 columns), 3× scaled 28-pixel images.
+	f, err := os.Open(filepath.Join(run4, vqReconFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := img.Bounds().Dx(); w < 8*84 || w > 8*84+200 {
+		t.Errorf("recon.png is %d pixels wide, want 8 columns of 84", w)
+	}
+
+	// Resume to 6 steps; the result equals an uninterrupted 6-step run.
+	code, _, errOut = run(t, append(vqArgs("--steps", "6", "--out", run4), "--quiet=false")...)
+	if code != 0 || !strings.Contains(errOut, "resuming the warm-up at step 4 of 6") {
+		t.Fatalf("resume: exit %d, stderr:\n%s", code, errOut)
+	}
+	resumed := readReport(t, filepath.Join(run4, vqReportFile))
+	run6 := filepath.Join(dir, "b")
+	if code, _, errOut := run(t, vqArgs("--steps", "6", "--out", run6)...); code != 0 {
+		t.Fatalf("6-step run failed: %s", errOut)
+	}
+	straight := readReport(t, filepath.Join(run6, vqReportFile))
+	if resumed.Steps != 6 || resumed.TestMSE != straight.TestMSE || resumed.Purity != straight.Purity {
+		t.Errorf("resumed run (steps %d, MSE %v, purity %v) differs from the uninterrupted one (MSE %v, purity %v)",
+			resumed.Steps, resumed.TestMSE, resumed.Purity, straight.TestMSE, straight.Purity)
+	}
+
+	// A finished model is loaded, not retrained.
+	code, _, errOut = run(t, append(vqArgs("--steps", "6", "--out", run4), "--quiet=false")...)
+	if code != 0 || !strings.Contains(errOut, "loaded the finished model") || strings.Contains(errOut, "warm-up") {
+		t.Errorf("reload: exit %d, stderr:\n%s", code, errOut)
+	}
+	if again := readReport(t, filepath.Join(run4, vqReportFile)); again.TestMSE != resumed.TestMSE {
+		t.Errorf("reloaded model scores MSE %v, the saved one %v", again.TestMSE, resumed.TestMSE)
+	}
+
+	// Another run's checkpoint is refused.
+	code, _, errOut = run(t, vqArgs("--steps", "6", "--seed", "2", "--out", run4)...)
+	if code != 1 {
+		t.Errorf("foreign checkpoint: exit %d, want 1", code)
+	}
+	oneCleanError(t, errOut, "belongs to another run (it was trained with --seed 1, not 2)")
+
+	// A corrupt checkpoint is reported.
+	model := filepath.Join(run6, vqModelFile)
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(model, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, vqArgs("--steps", "6", "--out", run6)...)
+	if code != 1 {
+		t.Errorf("corrupt checkpoint: exit %d, want 1", code)
+	}
+	oneCleanError(t, errOut, "checksum mismatch")
+}
+
+// TestVQVAESuite runs a 2-seed grid of tiny runs, then collects it again without
+// training.
+func TestVQVAESuite(t *testing.T) {
+	dir := t.TempDir()
+	args := vqArgs("--suite", "--envs", "aliased", "--datasets", "mnist", "--seeds", "2", "--steps", "2", "--out", dir)
+	code, out, errOut := run(t, args...)
+	if code != 0 {
+		t.Fatalf("suite failed (%d): %s", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "vqvae.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(md) != out {
+		t.Errorf("stdout differs from vqvae.md")
+	}
+	if !strings.Contains(out, "| aliased | mnist | 4 | 2 |") || !strings.Contains(out, "aliased/mnist seed 2") {
+		t.Errorf("table lacks the aliased/mnist rows:\n%s", out)
+	}
+	path := func(seed int) string {
+		return filepath.Join(dir, "vqvae", fmt.Sprintf("aliased_mnist_seed%d", seed), vqReportFile)
+	}
+	if r1, r2 := readReport(t, path(1)), readReport(t, path(2)); r1.TestMSE == r2.TestMSE || r2.Seed != 2 {
+		t.Errorf("seeds 1 and 2 gave the same test MSE %v (seed field %d)", r1.TestMSE, r2.Seed)
+	}
+	before, err := os.Stat(path(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Collecting again reads the reports instead of re-running.
+	code, out2, errOut := run(t, args...)
+	if code != 0 || out2 != out {
+		t.Errorf("second suite call: exit %d, same table %v, stderr:\n%s", code, out2 == out, errOut)
+	}
+	if after, err := os.Stat(path(1)); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("second suite call rewrote %s (%v)", path(1), err)
+	}
+}
+
+// TestVQVAEBadInput checks that bad input gives one clean error line.
+func TestVQVAEBadInput(t *testing.T) {
+	dir := t.TempDir()
+	layout := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	twelve := layout("twelve.txt", "// class 12 is not a digit\n0 1\n2 12\n")
+	single := layout("single.txt", "3 3\n3 3\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string // GOMLX_BACKEND, if set
+		want string
+	}{
+		{"unknown dataset", []string{"--dataset", "nosuch"}, "", `dataset "nosuch"`},
+		{"unknown env", []string{"--env", "nowhere", "--k", "0"}, "", `unknown environment "nowhere"`},
+		{"class outside the dataset", []string{"--layout", twelve, "--k", "0"}, "", twelve + ":3:"},
+		{"one class and --k 0", []string{"--layout", single, "--k", "0"}, "", "--k 0: environment single shows 1 class"},
+		{"k = 1", []string{"--k", "1"}, "", "--k 1"},
+		{"no steps", []string{"--steps", "0"}, "", "--steps 0"},
+		{"fewer frames than a batch", []string{"--batch", "500"}, "", "fewer than one batch of 500"},
+		{"unknown backend", []string{}, "nosuch", `backend "nosuch" is not compiled into this binary`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("GOMLX_BACKEND", tc.env)
+			}
+			code, _, errOut := run(t, vqArgs(append(tc.args, "--out", filepath.Join(dir, "out"))...)...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			oneCleanError(t, errOut, tc.want)
+		})
+	}
+}
+
+// TestVQReportJSONKeys pins the report's JSON keys that tables and notebooks read.
+func TestVQReportJSONKeys(t *testing.T) {
+	data, err := json.Marshal(&vqReport{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(data, &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"env", "dataset", "seed", "num_tokens", "steps", "purity", "h_token_given_class",
+		"h_class_given_token", "h_token_given_place", "perplexity", "active_codes", "test_mse", "classes", "tokens", "seconds"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("report JSON lacks key %q", k)
+		}
+	}
+}

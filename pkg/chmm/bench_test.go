@@ -1,0 +1,109 @@
+package chmm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchSetup returns a two_rooms-like problem: 10 tokens × 15 clones
+// (N = 151), 4 actions, episodes × steps of a random walk, and a model after
+// a few EM iterations (so messages are not uniform).
+func benchSetup(b *testing.B, episodes, steps int) (*Model, []Sequence) {
+	b.Helper()
+	_, seqs := walkData(99, twoRooms, episodes, steps)
+	m := New(UniformClones(10, 15), 4, rand.New(rand.NewPCG(99, 2)))
+	if _, err := TrainEM(m, seqs, EMConfig{MaxIters: 3, Pseudocount: 2e-3}); err != nil {
+		b.Fatal(err)
+	}
+	return m, seqs
+}
+
+// BenchmarkViterbi: one 10,000-step episode, N = 151 (target < 50 ms).
+func BenchmarkViterbi(b *testing.B) {
+	m, seqs := benchSetup(b, 1, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := Viterbi(m, seqs[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLogLikelihood: 4 × 10,000 steps, N = 151.
+func BenchmarkLogLikelihood(b *testing.B) {
+	m, seqs := benchSetup(b, 4, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := LogLikelihood(m, seqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGradient: 4 × 10,000 steps, N = 151 (target < 200 ms).
+func BenchmarkGradient(b *testing.B) {
+	m, seqs := benchSetup(b, 4, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, _, err := Gradient(m, seqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEMIter: one soft EM iteration (E-step on all sequences with the
+// default worker count, then the M-step) on 4 × 10,000 steps, N = 151
+// (target < 100 ms on 2 cores).
+func BenchmarkEMIter(b *testing.B) {
+	m, seqs := benchSetup(b, 4, 10000)
+	p := newParams(m)
+	es := newEstepper(p, 0, len(seqs))
+	b.ResetTimer()
+	for b.Loop() {
+		acc, err := es.run(p, seqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mstep(m, acc, 2e-3, true)
+		p = newParams(m)
+	}
+}
+
+// BenchmarkGradientStep: one full-batch step of TrainGradient (forward–
+// backward, gradient, entropy term, Adam) on 4 × 10,000 steps, N = 151,
+// measured as a 10-step run divided by 11 evaluations.
+func BenchmarkGradientStep(b *testing.B) {
+	m, seqs := benchSetup(b, 4, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := TrainGradient(m, seqs, GradConfig{Iters: 10, EntropyWeight: 0.01}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/11, "ms/step")
+}
+
+// BenchmarkGradientLong: one 50,000-step episode of the original CSCG's
+// rectangular room, 4 tokens × 70 clones (N = 281): a single long sequence,
+// split across goroutines inside the sequence.
+func BenchmarkGradientLong(b *testing.B) {
+	_, seqs := walkData(98, cscgRectangular, 1, 50000)
+	m := New(UniformClones(4, 70), 4, rand.New(rand.NewPCG(98, 2)))
+	b.Run("forward", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := LogLikelihood(m, seqs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, _, err := GradientWorkers(m, seqs, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

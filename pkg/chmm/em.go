@@ -1,0 +1,210 @@
+package chmm
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// EMConfig configures TrainEM, the original CSCG's Baum–Welch (George et al.
+// 2021) followed by Viterbi ("hard") EM.
+type EMConfig struct {
+	// MaxIters bounds the soft EM iterations (M-steps); 0 means 1000 and a
+	// negative value skips soft EM.
+	MaxIters int
+	// Pseudocount is added to every expected transition count toward a real
+	// destination (and to γ_1 for π) in the soft M-step. The original used
+	// 2e-3 (rooms), 1e-2 (maze), 2e-2 (stitched rooms), 1.0 (cliques).
+	Pseudocount float64
+	// Tol: soft EM stops when the per-step log-likelihood ℓ/T improves by no
+	// more than Tol over the previous iteration (0: at the first
+	// non-increase, as the original).
+	Tol float64
+	// ViterbiIters bounds the hard-EM iterations run afterwards with
+	// pseudocount 0 (they stop early when the Viterbi paths' probability no
+	// longer increases).
+	ViterbiIters int
+	// Workers is the number of goroutines over sequences (<= 0: GOMAXPROCS).
+	Workers int
+	// FixedPi keeps π as it is (the original CSCG never learns π); otherwise
+	// the soft M-step sets π̄ ∝ γ_1 + Pseudocount. The hard phase never
+	// changes π (a one-hot π would give held-out episodes zero probability).
+	FixedPi bool
+	// Progress, if set, is called every ProgressEvery iterations (0: 1).
+	Progress      func(Progress)
+	ProgressEvery int
+}
+
+// DefaultEMConfig returns the original CSCG's settings for rooms: pseudocount
+// 2e-3, π fixed, stop at the first non-increase, up to 1000 soft iterations,
+// then up to 100 Viterbi iterations. (Learning π from a few episodes puts
+// almost all of its mass on their start states, which gives held-out
+// episodes that start elsewhere a near-zero, or after hard EM with
+// pseudocount 0 a zero, probability.)
+func DefaultEMConfig() EMConfig {
+	return EMConfig{MaxIters: 1000, Pseudocount: 2e-3, ViterbiIters: 100, FixedPi: true}
+}
+
+// TrainEM fits m in place by EM on seqs and returns the history.
+//
+// Soft EM (Baum–Welch): the E-step computes expected transition counts ξ and
+// first-state posteriors γ_1 by the block-restricted forward–backward pass
+// (cost C_{o_t}·C_{o_{t+1}} per step); the M-step sets, for every action a and
+// state i,
+//
+//	T[a,i,j] = (ξ_a(i,j) + p) / Σ_{j' real} (ξ_a(i,j') + p)   for real j, T[a,i,⊥] = 0,
+//	π̄_i ∝ γ_1(i) + p                                          (unless FixedPi),
+//
+// stored as logits Θ = log T (−Inf for the sink column and exact zeros). A
+// row with no counts and p = 0 keeps its previous value. Iteration stops when
+// ℓ/T improves by ≤ Tol (the parameters with the higher likelihood are kept)
+// or after MaxIters M-steps. With p = 0 the log-likelihood never decreases;
+// with p > 0 EM climbs the penalised objective ℓ + p Σ log T (+ p Σ log π̄).
+//
+// Then Viterbi EM: decode every sequence, set T ∝ counts of the decoded
+// transitions (pseudocount 0, exact zeros; rows not used by any path keep
+// their values), until the paths' probability stops increasing or
+// ViterbiIters iterations.
+func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, err
+	}
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("chmm: TrainEM: no sequences")
+	}
+	if cfg.Pseudocount < 0 || math.IsNaN(cfg.Pseudocount) || math.IsInf(cfg.Pseudocount, 0) {
+		return nil, fmt.Errorf("chmm: TrainEM: pseudocount %v, want a finite value >= 0", cfg.Pseudocount)
+	}
+	if math.IsNaN(cfg.Tol) {
+		return nil, fmt.Errorf("chmm: TrainEM: Tol is NaN")
+	}
+	maxIters := cfg.MaxIters
+	if maxIters == 0 {
+		maxIters = 1000
+	}
+	start := time.Now()
+	h := &History{Stop: "no iterations"}
+	steps := 0
+	for _, s := range seqs {
+		steps += len(s.Obs)
+	}
+	fsteps := float64(steps)
+
+	if maxIters > 0 {
+		p := newParams(m)
+		es := newEstepper(p, cfg.Workers, len(seqs))
+		rep := newReporter(cfg.Progress, cfg.ProgressEvery, "em", maxIters)
+		prevTheta := make([]float64, len(m.ThetaLogits))
+		prevPi := make([]float64, len(m.PiLogits))
+		prevLL := math.Inf(-1)
+		for it := 0; ; it++ {
+			acc, err := es.run(p, seqs)
+			if err != nil {
+				return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
+			}
+			ll := acc.ll / fsteps
+			h.add("em", it, ll, time.Since(start).Seconds(), math.NaN())
+			if it > 0 && ll-prevLL <= cfg.Tol {
+				if ll < prevLL { // keep the better parameters
+					copy(m.ThetaLogits, prevTheta)
+					copy(m.PiLogits, prevPi)
+				}
+				h.Stop = "converged"
+				rep.report(it, ll, true)
+				break
+			}
+			if it == maxIters {
+				h.Stop = "max iterations"
+				rep.report(it, ll, true)
+				break
+			}
+			rep.report(it, ll, false)
+			prevLL = ll
+			copy(prevTheta, m.ThetaLogits)
+			copy(prevPi, m.PiLogits)
+			mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi)
+			p = newParams(m)
+		}
+	}
+	if cfg.ViterbiIters > 0 {
+		if err := viterbiEM(m, seqs, cfg, h, start, fsteps); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// mstep sets Θ (and π if learnPi) from expected counts with pseudocount pc
+// (see TrainEM). Rows with zero total keep their logits.
+func mstep(m *Model, acc *accum, pc float64, learnPi bool) {
+	n := m.N()
+	real := n - 1
+	for r := 0; r < len(m.ThetaLogits); r += n {
+		xi := acc.counts[r : r+n]
+		tot := pc * float64(real)
+		for _, v := range xi[:real] {
+			tot += v
+		}
+		if !(tot > 0) {
+			continue
+		}
+		th := m.ThetaLogits[r : r+n]
+		for j, v := range xi[:real] {
+			th[j] = math.Log((v + pc) / tot) // log 0 = -Inf: an exact zero
+		}
+		th[real] = math.Inf(-1)
+	}
+	if !learnPi {
+		return
+	}
+	tot := pc * float64(real)
+	for _, v := range acc.gamma1[:real] {
+		tot += v
+	}
+	if !(tot > 0) {
+		return
+	}
+	for i, v := range acc.gamma1[:real] {
+		m.PiLogits[i] = math.Log((v + pc) / tot)
+	}
+	m.PiLogits[real] = math.Inf(-1)
+}
+
+// viterbiEM runs the hard-EM phase of TrainEM.
+func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.Time, fsteps float64) error {
+	rep := newReporter(cfg.Progress, cfg.ProgressEvery, "viterbi", cfg.ViterbiIters)
+	n := m.N()
+	counts := make([]float64, len(m.ThetaLogits))
+	prev := math.Inf(-1)
+	for it := 0; ; it++ {
+		paths, logps, err := ViterbiAll(m, seqs, cfg.Workers)
+		if err != nil {
+			return fmt.Errorf("chmm: TrainEM: viterbi iteration %d: %w", it, err)
+		}
+		var score float64
+		for _, v := range logps {
+			score += v
+		}
+		score /= fsteps
+		h.add("viterbi", it, score, time.Since(start).Seconds(), math.NaN())
+		if it > 0 && score <= prev {
+			h.Stop += "; viterbi converged"
+			rep.report(it, score, true)
+			return nil
+		}
+		if it == cfg.ViterbiIters {
+			h.Stop += "; viterbi max iterations"
+			rep.report(it, score, true)
+			return nil
+		}
+		rep.report(it, score, false)
+		prev = score
+		clear(counts)
+		for q, s := range seqs {
+			for t, a := range s.Actions {
+				counts[(a*n+paths[q][t])*n+paths[q][t+1]]++
+			}
+		}
+		mstep(m, &accum{counts: counts}, 0, false)
+	}
+}

@@ -1,0 +1,341 @@
+package chmm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bruteCounts enumerates all state paths and returns the expected transition
+// counts ξ [A][N][N] and first-state posterior γ_1 [N] of one sequence.
+func bruteCounts(m *Model, seq Sequence) (xi, gamma1 []float64) {
+	pi, trans := refProbs(m)
+	n, tt := m.N(), len(seq.Obs)
+	xi = make([]float64, m.NumActions*n*n)
+	gamma1 = make([]float64, n)
+	path := make([]int, tt)
+	var z float64
+	var rec func(t int, p float64)
+	rec = func(t int, p float64) {
+		if p == 0 {
+			return
+		}
+		if t == tt {
+			z += p
+			gamma1[path[0]] += p
+			for s := 0; s+1 < tt; s++ {
+				xi[(seq.Actions[s]*n+path[s])*n+path[s+1]] += p
+			}
+			return
+		}
+		for s := range n {
+			if !emits(m, s, seq.Obs[t]) {
+				continue
+			}
+			path[t] = s
+			if t == 0 {
+				rec(1, pi[s])
+			} else {
+				rec(t+1, p*trans[seq.Actions[t-1]][path[t-1]][s])
+			}
+		}
+	}
+	rec(0, 1)
+	for i := range xi {
+		xi[i] /= z
+	}
+	for i := range gamma1 {
+		gamma1[i] /= z
+	}
+	return xi, gamma1
+}
+
+func TestExpectedCountsBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 1))
+	m := randomModel(rng, []int{2, 1, 2}, 2, 1, false)
+	seqs := []Sequence{randomSeq(rng, 3, 2, 6), randomSeq(rng, 3, 2, 4), randomSeq(rng, 3, 2, 1)}
+	p := newParams(m)
+	acc, err := newEstepper(p, 2, len(seqs)).run(p, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantXi := make([]float64, len(acc.counts))
+	wantG := make([]float64, m.N())
+	for _, s := range seqs {
+		xi, g := bruteCounts(m, s)
+		for i := range xi {
+			wantXi[i] += xi[i]
+		}
+		for i := range g {
+			wantG[i] += g[i]
+		}
+	}
+	if d := maxAbsDiff(acc.counts, wantXi); d > 1e-12 {
+		t.Errorf("ξ differs from brute force by %v", d)
+	}
+	if d := maxAbsDiff(acc.gamma1, wantG); d > 1e-12 {
+		t.Errorf("γ_1 differs from brute force by %v", d)
+	}
+	if acc.steps != 11 || acc.seqs != 3 {
+		t.Errorf("steps %d seqs %d", acc.steps, acc.seqs)
+	}
+
+	// One EM iteration = the closed-form M-step on these counts.
+	const pc = 0.05
+	em := m.Clone()
+	h, err := TrainEM(em, seqs, EMConfig{MaxIters: 1, Pseudocount: pc})
+	if err != nil || len(h.LogLik) != 2 || h.Stop != "max iterations" {
+		t.Fatalf("TrainEM: %v %+v", err, h)
+	}
+	n := m.N()
+	for a := range 2 {
+		for i := range n {
+			var tot float64
+			for j := range n - 1 {
+				tot += wantXi[(a*n+i)*n+j] + pc
+			}
+			for j := range n {
+				want := (wantXi[(a*n+i)*n+j] + pc) / tot
+				got := math.Exp(em.ThetaLogits[(a*n+i)*n+j])
+				if j == n-1 {
+					want = 0
+				}
+				if math.Abs(got-want) > 1e-12 {
+					t.Errorf("T[%d,%d,%d] = %v, want %v", a, i, j, got, want)
+				}
+			}
+		}
+	}
+	var tot float64
+	for i := range n - 1 {
+		tot += wantG[i] + pc
+	}
+	pi := em.Pi()
+	for i := range n - 1 {
+		if want := (wantG[i] + pc) / tot; math.Abs(pi[i]-want) > 1e-12 {
+			t.Errorf("π̄[%d] = %v, want %v", i, pi[i], want)
+		}
+	}
+	if pi[n-1] != 0 {
+		t.Errorf("π̄[sink] = %v, want 0", pi[n-1])
+	}
+	// FixedPi leaves π alone.
+	fixed := m.Clone()
+	if _, err := TrainEM(fixed, seqs, EMConfig{MaxIters: 1, Pseudocount: pc, FixedPi: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(fixed.PiLogits, m.PiLogits) {
+		t.Error("FixedPi changed π")
+	}
+}
+
+// penalised is the objective EM with pseudocount p climbs:
+// ℓ + p Σ_{a,i,j real} log T[a,i,j] + p Σ_{i real} log π̄_i.
+func penalised(t *testing.T, m *Model, seqs []Sequence, pc float64) float64 {
+	ll, err := LogLikelihood(m, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := m.N()
+	tr, pi := m.Transitions(), m.Pi()
+	var prior float64
+	for a := range m.NumActions {
+		for i := range n {
+			for j := range n - 1 {
+				prior += math.Log(tr[(a*n+i)*n+j])
+			}
+		}
+	}
+	for i := range n - 1 {
+		prior += math.Log(pi[i])
+	}
+	return ll + pc*prior
+}
+
+func walkData(seed uint64, layout string, episodes, steps int) (*grid, []Sequence) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	g := parseGrid(layout)
+	seqs := make([]Sequence, episodes)
+	for e := range seqs {
+		seqs[e], _ = g.walk(rng, steps)
+	}
+	return g, seqs
+}
+
+func TestEMMonotone(t *testing.T) {
+	_, seqs := walkData(11, aliased3x3, 3, 300)
+	// Pseudocount 0: ℓ never decreases (tolerance for rounding).
+	m := New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(11, 2)))
+	h, err := TrainEM(m, seqs, EMConfig{MaxIters: 60, Tol: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.LogLik) != 61 {
+		t.Fatalf("%d history entries, want 61", len(h.LogLik))
+	}
+	for i := 1; i < len(h.LogLik); i++ {
+		if h.LogLik[i] < h.LogLik[i-1]-1e-12 {
+			t.Errorf("iteration %d: ℓ/T decreased from %.15g to %.15g", i, h.LogLik[i-1], h.LogLik[i])
+		}
+	}
+	if !(h.LogLik[60] > h.LogLik[0]+0.1) {
+		t.Errorf("EM did not learn: ℓ/T %v -> %v", h.LogLik[0], h.LogLik[60])
+	}
+	// Pseudocount > 0: the penalised objective never decreases.
+	const pc = 0.01
+	m = New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(11, 3)))
+	if _, err := TrainEM(m, seqs, EMConfig{MaxIters: 1, Pseudocount: pc}); err != nil {
+		t.Fatal(err)
+	}
+	prev := penalised(t, m, seqs, pc)
+	for it := range 30 {
+		if _, err := TrainEM(m, seqs, EMConfig{MaxIters: 1, Pseudocount: pc, Tol: -1}); err != nil {
+			t.Fatal(err)
+		}
+		cur := penalised(t, m, seqs, pc)
+		if cur < prev-1e-9*math.Abs(prev) {
+			t.Errorf("iteration %d: penalised objective decreased from %.15g to %.15g", it, prev, cur)
+		}
+		prev = cur
+	}
+}
+
+func TestEMStopsAtNonIncrease(t *testing.T) {
+	_, seqs := walkData(12, aliased3x3, 2, 200)
+	m := New(UniformClones(3, 3), 4, rand.New(rand.NewPCG(12, 2)))
+	h, err := TrainEM(m, seqs, EMConfig{MaxIters: 5000, Pseudocount: 1e-3, Tol: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(h.LogLik) - 1
+	if h.Stop != "converged" || k >= 5000 || h.LogLik[k]-h.LogLik[k-1] > 1e-6 {
+		t.Errorf("stop %q after %d iterations, last gain %v", h.Stop, k, h.LogLik[k]-h.LogLik[k-1])
+	}
+	for i := 1; i < k; i++ {
+		if h.LogLik[i]-h.LogLik[i-1] <= 1e-6 {
+			t.Errorf("did not stop at iteration %d (gain %v)", i, h.LogLik[i]-h.LogLik[i-1])
+		}
+	}
+	// The kept parameters have the best likelihood of the last two.
+	ll, _ := LogLikelihood(m, seqs)
+	if math.Abs(ll/400-math.Max(h.LogLik[k], h.LogLik[k-1])) > 1e-12 {
+		t.Errorf("kept model ℓ/T %v, want %v", ll/400, math.Max(h.LogLik[k], h.LogLik[k-1]))
+	}
+}
+
+func TestViterbiEM(t *testing.T) {
+	_, seqs := walkData(13, aliased3x3, 3, 400)
+	soft := New(UniformClones(3, 6), 4, rand.New(rand.NewPCG(13, 2)))
+	if _, err := TrainEM(soft, seqs, EMConfig{MaxIters: 30, Pseudocount: 1e-3}); err != nil {
+		t.Fatal(err)
+	}
+	// One hard iteration by hand: decode, count, normalise.
+	paths, _, err := ViterbiAll(soft, seqs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := soft.N()
+	counts := make([]float64, len(soft.ThetaLogits))
+	for q, s := range seqs {
+		for t, a := range s.Actions {
+			counts[(a*n+paths[q][t])*n+paths[q][t+1]]++
+		}
+	}
+	hard := soft.Clone()
+	h, err := TrainEM(hard, seqs, EMConfig{MaxIters: -1, ViterbiIters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Phase) != 2 || h.Phase[0] != "viterbi" || h.LogLik[1] < h.LogLik[0] {
+		t.Errorf("history %+v", h)
+	}
+	zeros := 0
+	for r := 0; r < len(counts); r += n {
+		var tot float64
+		for _, c := range counts[r : r+n] {
+			tot += c
+		}
+		for j := range n {
+			got := hard.ThetaLogits[r+j]
+			switch {
+			case tot == 0:
+				if math.Float64bits(got) != math.Float64bits(soft.ThetaLogits[r+j]) {
+					t.Fatalf("unvisited row %d changed", r/n)
+				}
+			case counts[r+j] == 0:
+				if !math.IsInf(got, -1) {
+					t.Fatalf("row %d col %d: logit %v, want -Inf (exact zero)", r/n, j, got)
+				}
+				zeros++
+			default:
+				if want := math.Log(counts[r+j] / tot); got != want {
+					t.Fatalf("row %d col %d: logit %v, want log(%v/%v)", r/n, j, got, counts[r+j], tot)
+				}
+			}
+		}
+	}
+	if zeros == 0 {
+		t.Error("hard EM left no exact zeros")
+	}
+	if !sameBits(hard.PiLogits, soft.PiLogits) {
+		t.Error("hard EM changed π")
+	}
+	// The training data keeps a positive probability; more iterations never
+	// lower the Viterbi score.
+	if _, err := LogLikelihood(hard, seqs); err != nil {
+		t.Errorf("after hard EM: %v", err)
+	}
+	h, err = TrainEM(hard, seqs, EMConfig{MaxIters: -1, ViterbiIters: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(h.LogLik); i++ {
+		if h.LogLik[i] < h.LogLik[i-1]-1e-12 {
+			t.Errorf("Viterbi score decreased at %d: %v", i, h.LogLik)
+		}
+	}
+}
+
+func TestTrainEMRecoversMap(t *testing.T) {
+	g, seqs := walkData(14, aliased3x3, 2, 2000)
+	test, places := g.walk(rand.New(rand.NewPCG(14, 9)), 2000)
+	m := New(UniformClones(3, 8), 4, rand.New(rand.NewPCG(14, 2)))
+	cfg := DefaultEMConfig()
+	calls := 0
+	cfg.Progress = func(p Progress) {
+		calls++
+		if p.Phase != "em" && p.Phase != "viterbi" || p.Iter < 1 {
+			t.Errorf("bad progress %+v", p)
+		}
+	}
+	cfg.ProgressEvery = 50
+	h, err := TrainEM(m, seqs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Error("progress never reported")
+	}
+	states, _, err := Viterbi(m, test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pur, used := purity(states, places)
+	t.Logf("EM: %d iterations (%s), ℓ/T %.5f, purity %.4f, %d states for %d places", len(h.Iter), h.Stop, h.LogLik[len(h.LogLik)-1], pur, used, len(g.places))
+	if pur < 0.99 {
+		t.Errorf("state→place purity %.4f, want >= 0.99", pur)
+	}
+}
+
+func TestTrainEMErrors(t *testing.T) {
+	_, seqs := walkData(15, aliased3x3, 1, 20)
+	m := New(UniformClones(3, 2), 4, nil)
+	for _, cfg := range []EMConfig{{Pseudocount: -1}, {Pseudocount: math.NaN()}, {Tol: math.NaN()}} {
+		if _, err := TrainEM(m, seqs, cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	if _, err := TrainEM(m, nil, DefaultEMConfig()); err == nil {
+		t.Error("no sequences accepted")
+	}
+}

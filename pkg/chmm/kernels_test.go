@@ -1,0 +1,138 @@
+package chmm
+
+import (
+	"fmt"
+	"testing"
+)
+
+func matVecCount1(out, b, mat []float64, stride int, coef, counts []float64) {
+	cols := len(b)
+	for i := range out {
+		r := mat[i*stride:][:cols]
+		c := counts[i*stride:][:cols]
+		a := coef[i]
+		var s float64
+		for j, bj := range b {
+			x := r[j] * bj
+			s += x
+			c[j] += a * x
+		}
+		out[i] = s
+	}
+}
+
+func vecMat1(dst, coef, mat []float64, stride int) {
+	cols := len(dst)
+	for i, a := range coef {
+		r := mat[i*stride:][:cols]
+		for j := range dst {
+			dst[j] += a * r[j]
+		}
+	}
+}
+
+func BenchmarkKernels(b *testing.B) {
+	for _, c := range []int{15, 70} {
+		stride := 4 * c
+		mat := make([]float64, c*stride)
+		counts := make([]float64, c*stride)
+		for i := range mat {
+			mat[i] = float64(i%13) * 0.01
+		}
+		v := make([]float64, c)
+		w := make([]float64, c)
+		out := make([]float64, c)
+		for i := range v {
+			v[i], w[i] = 0.3, 0.7
+		}
+		b.Run(fmt.Sprintf("vecMat4/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				vecMat(out, v, mat, stride)
+			}
+		})
+		b.Run(fmt.Sprintf("vecMat1/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				vecMat1(out, v, mat, stride)
+			}
+		})
+		b.Run(fmt.Sprintf("matVecCount2/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				matVecCount(out, v, mat, stride, w, counts)
+			}
+		})
+		b.Run(fmt.Sprintf("matVecCount1/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				matVecCount1(out, v, mat, stride, w, counts)
+			}
+		})
+		b.Run(fmt.Sprintf("matVec4/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				matVec(out, v, mat, stride)
+			}
+		})
+		b.Run(fmt.Sprintf("addCounts/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				addCounts(w, v, mat, stride, counts)
+			}
+		})
+	}
+}
+
+func TestKernels(t *testing.T) {
+	// Every kernel against the plain double loop, for row counts that
+	// exercise the unrolled part and the tail.
+	for rows := 1; rows <= 9; rows++ {
+		for _, cols := range []int{1, 3, 8} {
+			stride := cols + 2
+			mat := make([]float64, rows*stride)
+			for i := range mat {
+				mat[i] = float64((i*7)%11) - 3
+			}
+			coef := make([]float64, rows)
+			for i := range coef {
+				coef[i] = float64(i%3) - 0.5
+			}
+			coef[0] = 0 // a zero coefficient (skipped in the tails)
+			b := make([]float64, cols)
+			for j := range b {
+				b[j] = float64(j) + 0.25
+			}
+			// vecMat
+			got := make([]float64, cols)
+			want := make([]float64, cols)
+			for j := range got {
+				got[j], want[j] = 1, 1
+			}
+			vecMat(got, coef, mat, stride)
+			for i := range rows {
+				for j := range cols {
+					want[j] += coef[i] * mat[i*stride+j]
+				}
+			}
+			if d := maxAbsDiff(got, want); d > 1e-12 {
+				t.Errorf("vecMat %dx%d: off by %v", rows, cols, d)
+			}
+			// matVec, matVecCount, addCounts
+			out := make([]float64, rows)
+			out2 := make([]float64, rows)
+			wantOut := make([]float64, rows)
+			c1 := make([]float64, len(mat))
+			c2 := make([]float64, len(mat))
+			wantC := make([]float64, len(mat))
+			for i := range rows {
+				for j := range cols {
+					x := mat[i*stride+j] * b[j]
+					wantOut[i] += x
+					wantC[i*stride+j] += coef[i] * x
+				}
+			}
+			matVec(out, b, mat, stride)
+			matVecCount(out2, b, mat, stride, coef, c1)
+			addCounts(coef, b, mat, stride, c2)
+			if maxAbsDiff(out, wantOut) > 1e-12 || maxAbsDiff(out2, wantOut) > 1e-12 ||
+				maxAbsDiff(c1, wantC) > 1e-12 || maxAbsDiff(c2, wantC) > 1e-12 {
+				t.Errorf("matVec/matVecCount/addCounts %dx%d differ from the double loop", rows, cols)
+			}
+		}
+	}
+}

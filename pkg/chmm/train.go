@@ -1,0 +1,440 @@
+package chmm
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// GradConfig configures TrainGradient. A zero field takes the default noted
+// in its comment; DefaultGradConfig is the recommended starting point (it
+// also turns on early stopping and clone splitting, which the zero value
+// leaves off).
+type GradConfig struct {
+	Iters    int     // maximum Adam steps (0: 2000)
+	LR       float64 // Adam learning rate on the logits (0: 0.1)
+	FinalLR  float64 // cosine decay of the rate from LR to FinalLR over Iters (0: constant LR)
+	ChunkLen int     // 0: full episodes (full batch); else random chunks of ChunkLen steps
+	Batch    int     // chunks per step when ChunkLen > 0 (0: 8)
+
+	// EntropyWeight η adds η·Σ_{a,i} w_{a,i} H(T[a,i,·]) to the loss, with
+	// w_{a,i} the posterior fraction of steps leaving state i by action a
+	// (treated as a constant): the expected per-step transition entropy,
+	// on the same per-step scale as the NLL. Rows of never-visited states
+	// weigh 0. It sharpens rows (paper 3.6, transition-entropy term). 0: off.
+	EntropyWeight float64
+
+	FixedPi bool // keep π fixed (learn Θ only)
+
+	// Early stopping (Keras-style min_delta): stop when ℓ/T has not risen
+	// more than Tol above its reference for Patience iterations; the
+	// reference moves only on such gains. 0: never stop early. With chunks
+	// the criterion uses an exponential moving average (0.9) of the chunks'
+	// ℓ/T.
+	Patience int
+	Tol      float64
+
+	// Clone splitting (our addition; neither the paper nor the original CSCG
+	// has it). At a plateau (Patience), instead of stopping, up to
+	// SplitRounds times: every state i whose next token is surprising, i.e.
+	//
+	//	−Σ_a Σ_k ξ_a(i, clones(k)) log T[a, i, clones(k)] / T  >  SplitMin
+	//
+	// (nats per step of the data; token level, so that duplicate clones of
+	// one place cost nothing), is split into an unused clone of its token
+	// (fewer than one expected visit): every source row divides its
+	// probability of i between the two with a random share, and the copy's
+	// outgoing rows are i's plus N(0, SplitNoise²) logit noise. The split
+	// leaves the likelihood unchanged up to the noise; gradient descent then
+	// specialises the copies. This undoes merges of two places into one
+	// clone, a local optimum that gradient training (and EM) cannot leave
+	// otherwise, since an unused clone gets no gradient. Adam's moments
+	// restart after a split. 0: no splitting.
+	SplitRounds int
+	SplitMin    float64 // 0: 1e-3
+	SplitNoise  float64 // 0: 0.1
+
+	Beta1, Beta2, Eps float64 // Adam (0: 0.9, 0.999, 1e-8)
+
+	Seed    uint64 // chunk sampling and splits; results are deterministic for (Seed, Workers)
+	Workers int    // goroutines over sequences/chunks (<= 0: GOMAXPROCS)
+
+	Progress      func(Progress) // called every ProgressEvery iterations (0: 10)
+	ProgressEvery int
+}
+
+// DefaultGradConfig returns the settings that recovered every symbolic map
+// we tried (see the package documentation): full batch, LR 0.1, at most
+// 2000 iterations, patience 100 with Tol 1e-4, up to 5 clone-splitting
+// rounds.
+func DefaultGradConfig() GradConfig {
+	return GradConfig{Iters: 2000, LR: 0.1, Patience: 100, Tol: 1e-4, SplitRounds: 5}
+}
+
+func (c *GradConfig) fill() error {
+	if c.Iters == 0 {
+		c.Iters = 2000
+	}
+	if c.LR == 0 {
+		c.LR = 0.1
+	}
+	if c.Batch == 0 {
+		c.Batch = 8
+	}
+	if c.Beta1 == 0 {
+		c.Beta1 = 0.9
+	}
+	if c.Beta2 == 0 {
+		c.Beta2 = 0.999
+	}
+	if c.Eps == 0 {
+		c.Eps = 1e-8
+	}
+	if c.SplitMin == 0 {
+		c.SplitMin = 1e-3
+	}
+	if c.SplitNoise == 0 {
+		c.SplitNoise = 0.1
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = 10
+	}
+	switch {
+	case c.Iters < 0:
+		return fmt.Errorf("Iters = %d, want >= 0", c.Iters)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("LR = %v, want a finite value > 0", c.LR)
+	case c.FinalLR < 0 || math.IsNaN(c.FinalLR) || math.IsInf(c.FinalLR, 0):
+		return fmt.Errorf("FinalLR = %v, want a finite value >= 0", c.FinalLR)
+	case c.ChunkLen < 0:
+		return fmt.Errorf("ChunkLen = %d, want >= 0", c.ChunkLen)
+	case c.ChunkLen == 1:
+		return fmt.Errorf("ChunkLen = 1 has no transitions, want 0 or >= 2")
+	case c.Batch < 0:
+		return fmt.Errorf("Batch = %d, want >= 1", c.Batch)
+	case c.EntropyWeight < 0 || math.IsNaN(c.EntropyWeight) || math.IsInf(c.EntropyWeight, 0):
+		return fmt.Errorf("EntropyWeight = %v, want a finite value >= 0", c.EntropyWeight)
+	case c.SplitRounds < 0 || !(c.SplitMin > 0) || !(c.SplitNoise > 0) || math.IsInf(c.SplitNoise, 0):
+		return fmt.Errorf("SplitRounds = %d, SplitMin = %v, SplitNoise = %v: want >= 0, > 0, finite > 0", c.SplitRounds, c.SplitMin, c.SplitNoise)
+	case c.Patience < 0:
+		return fmt.Errorf("Patience = %d, want >= 0", c.Patience)
+	case math.IsNaN(c.Tol):
+		return fmt.Errorf("Tol is NaN")
+	case !(c.Beta1 > 0 && c.Beta1 < 1) || !(c.Beta2 > 0 && c.Beta2 < 1) || !(c.Eps > 0):
+		return fmt.Errorf("Adam β1 = %v, β2 = %v, ε = %v: want β in (0, 1), ε > 0", c.Beta1, c.Beta2, c.Eps)
+	}
+	return nil
+}
+
+// TrainGradient fits m in place by Adam on the logits (π, Θ) and returns the
+// history. The loss of one step is
+//
+//	L = −ℓ/T + η Σ_{a,i} w_{a,i} H(T[a,i,·])
+//
+// with ℓ the log-likelihood of the step's data (all sequences, or Batch random
+// chunks of ChunkLen steps), T its number of observations, and the exact
+// gradient of ℓ from forward–backward (see Gradient). In full-batch mode the
+// parameters with the best ℓ/T seen are kept at the end (History.BestIter).
+func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, err
+	}
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("chmm: TrainGradient: no sequences")
+	}
+	if err := cfg.fill(); err != nil {
+		return nil, fmt.Errorf("chmm: TrainGradient: %w", err)
+	}
+	start := time.Now()
+	h := &History{}
+	n := m.N()
+	full := cfg.ChunkLen == 0
+	batch := seqs
+	var sampler *chunkSampler
+	nseq := len(seqs)
+	if !full {
+		sampler = newChunkSampler(seqs, cfg.ChunkLen, cfg.Seed)
+		batch = make([]Sequence, cfg.Batch)
+		nseq = cfg.Batch
+	}
+	p := newParams(m)
+	es := newEstepper(p, cfg.Workers, nseq)
+	adamPi := newAdam(len(m.PiLogits), cfg)
+	adamTheta := newAdam(len(m.ThetaLogits), cfg)
+	gPi := make([]float64, n)
+	gTheta := make([]float64, len(m.ThetaLogits))
+	var bestPi, bestTheta []float64
+	if full {
+		bestPi = append([]float64(nil), m.PiLogits...)
+		bestTheta = append([]float64(nil), m.ThetaLogits...)
+	}
+	best, ref, crit, sinceBest := math.Inf(-1), math.Inf(-1), math.NaN(), 0
+	rep := newReporter(cfg.Progress, cfg.ProgressEvery, "gradient", cfg.Iters)
+	splits := 0
+	splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x73706c6974))
+	h.Stop = "max iterations"
+	for it := 0; ; it++ {
+		if !full {
+			sampler.sample(batch)
+		}
+		acc, err := es.run(p, batch)
+		if err != nil {
+			if full {
+				copy(m.PiLogits, bestPi)
+				copy(m.ThetaLogits, bestTheta)
+			}
+			return h, fmt.Errorf("chmm: TrainGradient: iteration %d: %w", it, err)
+		}
+		steps := float64(acc.steps)
+		ll := acc.ll / steps
+		p.gradient(acc, gPi, gTheta)
+		ent := entropyGrad(p, acc.counts, steps, cfg.EntropyWeight, gTheta)
+		h.add("gradient", it, ll, time.Since(start).Seconds(), ent)
+
+		// Early stopping on ℓ/T (smoothed for chunks).
+		if full {
+			crit = ll
+		} else if math.IsNaN(crit) {
+			crit = ll
+		} else {
+			crit = 0.9*crit + 0.1*ll
+		}
+		if crit > ref+cfg.Tol { // Keras-style min_delta: ref moves only on real gains
+			ref, sinceBest = crit, 0
+		} else {
+			sinceBest++
+		}
+		if full && ll > best {
+			best = ll
+			h.BestIter = it
+			copy(bestPi, m.PiLogits)
+			copy(bestTheta, m.ThetaLogits)
+		}
+		if it == cfg.Iters {
+			rep.report(it, ll, true)
+			break
+		}
+		if cfg.Patience > 0 && sinceBest >= cfg.Patience && splits < cfg.SplitRounds {
+			splits++
+			k := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, splitRng)
+			h.Splits = append(h.Splits, Split{Iter: it, States: k})
+			if k > 0 {
+				adamPi = newAdam(len(m.PiLogits), cfg)
+				adamTheta = newAdam(len(m.ThetaLogits), cfg)
+				p = newParams(m)
+				sinceBest, ref = 0, math.Inf(-1)
+				rep.report(it, ll, false)
+				continue
+			}
+		}
+		if cfg.Patience > 0 && sinceBest >= cfg.Patience {
+			h.Stop = "patience"
+			rep.report(it, ll, true)
+			break
+		}
+		rep.report(it, ll, false)
+
+		// Descend L = −ℓ/T + η·Σ w H: entropyGrad folded the entropy term
+		// into gTheta so that the loss gradient is −gTheta/T.
+		lr := cfg.LR
+		if cfg.FinalLR > 0 && cfg.Iters > 0 {
+			lr = cfg.FinalLR + 0.5*(cfg.LR-cfg.FinalLR)*(1+math.Cos(math.Pi*float64(it)/float64(cfg.Iters)))
+		}
+		if !cfg.FixedPi {
+			adamPi.step(m.PiLogits, gPi, -1/steps, lr)
+		}
+		adamTheta.step(m.ThetaLogits, gTheta, -1/steps, lr)
+		p = newParams(m)
+	}
+	if full {
+		copy(m.PiLogits, bestPi)
+		copy(m.ThetaLogits, bestTheta)
+	}
+	return h, nil
+}
+
+// entropyGrad folds the gradient of the entropy term into g (which holds
+// ∂ℓ/∂Θ and is later scaled by −1/T): g += −T·η·∂(Σ w H)/∂Θ, with
+// w_{a,i} = n_a(i)/T, n_a(i) = Σ_j ξ_a(i,j), and
+//
+//	∂H(T[a,i,·])/∂Θ[a,i,j] = −T_j (log T_j + H)    (0 where T_j = 0).
+//
+// It returns Σ_{a,i} w_{a,i} H(T[a,i,·]) (nats per step).
+func entropyGrad(p *params, counts []float64, steps, eta float64, g []float64) float64 {
+	n := p.n
+	var total float64
+	for r := 0; r < len(p.trans); r += n {
+		var nai float64
+		for _, v := range counts[r : r+n] {
+			nai += v
+		}
+		if nai == 0 {
+			continue
+		}
+		row := p.trans[r : r+n]
+		var hrow float64
+		for _, t := range row {
+			if t > 0 {
+				hrow -= t * math.Log(t)
+			}
+		}
+		w := nai / steps
+		total += w * hrow
+		if eta == 0 {
+			continue
+		}
+		// −T·η·w·∂H/∂Θ_j = T·η·w·T_j(log T_j + H) = η·n_a(i)·T_j(log T_j + H).
+		c := eta * nai
+		gr := g[r : r+n]
+		for j, t := range row {
+			if t > 0 {
+				gr[j] += c * t * (math.Log(t) + hrow)
+			}
+		}
+	}
+	return total
+}
+
+// adam is the Adam optimiser state of one parameter vector.
+type adam struct {
+	m, v        []float64
+	b1, b2, eps float64
+	t           int
+	pow1, pow2  float64
+}
+
+func newAdam(n int, c GradConfig) *adam {
+	return &adam{m: make([]float64, n), v: make([]float64, n), b1: c.Beta1, b2: c.Beta2, eps: c.Eps, pow1: 1, pow2: 1}
+}
+
+// step applies one Adam update to x for the loss gradient scale·g.
+// Entries of x at -Inf get zero gradients and stay -Inf.
+func (a *adam) step(x, g []float64, scale, lr float64) {
+	a.t++
+	a.pow1 *= a.b1
+	a.pow2 *= a.b2
+	c1, c2 := 1/(1-a.pow1), 1/(1-a.pow2)
+	for i, gi := range g {
+		gi *= scale
+		a.m[i] = a.b1*a.m[i] + (1-a.b1)*gi
+		a.v[i] = a.b2*a.v[i] + (1-a.b2)*gi*gi
+		x[i] -= lr * (a.m[i] * c1) / (math.Sqrt(a.v[i]*c2) + a.eps)
+	}
+}
+
+// chunkSampler draws random windows of the training sequences.
+type chunkSampler struct {
+	seqs   []Sequence
+	length int
+	cum    []int // cumulative number of start positions
+	rng    *rand.Rand
+}
+
+func newChunkSampler(seqs []Sequence, length int, seed uint64) *chunkSampler {
+	s := &chunkSampler{seqs: seqs, length: length, rng: rand.New(rand.NewPCG(seed, 0x636875e6b))}
+	tot := 0
+	for _, q := range seqs {
+		tot += max(1, len(q.Obs)-length+1)
+		s.cum = append(s.cum, tot)
+	}
+	return s
+}
+
+// sample fills out with chunks: a start position uniform over all windows of
+// all sequences (a sequence shorter than the window is taken whole).
+func (s *chunkSampler) sample(out []Sequence) {
+	for b := range out {
+		u := s.rng.IntN(s.cum[len(s.cum)-1])
+		q := 0
+		for s.cum[q] <= u {
+			q++
+		}
+		if q > 0 {
+			u -= s.cum[q-1]
+		}
+		seq := s.seqs[q]
+		l := min(s.length, len(seq.Obs))
+		out[b] = Sequence{Obs: seq.Obs[u : u+l], Actions: seq.Actions[u : u+l-1]}
+	}
+}
+
+// splitClones splits every state whose transition cost per step exceeds
+// minCost into an unused clone of the same token (see GradConfig.SplitRounds)
+// and returns the number of states split. p and acc describe m at the current
+// iterate; costs use the expected counts ξ of acc.
+func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise float64, rng *rand.Rand) int {
+	n := p.n
+	// occ: expected visits leaving state i. cost: surprise of the next token,
+	// −Σ_a Σ_k ξ_a(i, clones(k)) log T[a, i, clones(k)] (token-level, so that
+	// duplicate clones of one place, which share mass, cost nothing).
+	occ := make([]float64, n)
+	cost := make([]float64, n)
+	for r := 0; r < len(p.trans); r += n {
+		i := (r / n) % n
+		for k, f := range p.first {
+			var x, q float64
+			for j := f; j < f+p.size[k]; j++ {
+				x += acc.counts[r+j]
+				q += p.trans[r+j]
+			}
+			if x > 0 {
+				occ[i] += x
+				cost[i] -= x * math.Log(q)
+			}
+		}
+	}
+	// Candidates by decreasing cost; free clones by increasing occupancy.
+	var cand []int
+	for i := range n - 1 {
+		if cost[i]/steps > minCost {
+			cand = append(cand, i)
+		}
+	}
+	slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	used := make([]bool, n)
+	split := 0
+	for _, i := range cand {
+		k := m.Token(i)
+		f := p.first[k]
+		u, best := -1, 1.0 // fewer than one expected visit
+		for c := f; c < f+p.size[k]; c++ {
+			if c != i && !used[c] && occ[c] < best {
+				u, best = c, occ[c]
+			}
+		}
+		if u < 0 {
+			continue
+		}
+		used[i], used[u] = true, true
+		splitState(m, i, u, noise, rng)
+		split++
+	}
+	return split
+}
+
+// splitState makes u a noisy copy of state i: every source row (and π)
+// divides its probability of i between i and u with a random share, and u's
+// outgoing rows copy i's plus N(0, noise²) logit noise.
+func splitState(m *Model, i, u int, noise float64, rng *rand.Rand) {
+	n := m.N()
+	share := func(x []float64) {
+		w := 0.1 + 0.8*rng.Float64()
+		v := x[i]
+		x[i] = v + math.Log(w)
+		x[u] = v + math.Log1p(-w)
+	}
+	share(m.PiLogits)
+	for r := 0; r < len(m.ThetaLogits); r += n {
+		share(m.ThetaLogits[r : r+n])
+	}
+	for a := range m.NumActions {
+		src := m.ThetaLogits[(a*n+i)*n : (a*n+i+1)*n]
+		dst := m.ThetaLogits[(a*n+u)*n : (a*n+u+1)*n]
+		for j, v := range src {
+			dst[j] = v + noise*rng.NormFloat64() // -Inf stays -Inf
+		}
+	}
+}
