@@ -249,7 +249,12 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 		if o.iters > 0 {
 			cfg.MaxIters = o.iters
 		}
+		// The original CSCG's pseudocount for rooms where the environment gives none:
+		// hard EM leaves exact zeros, and without it a held-out walk can be unreadable.
 		cfg.Pseudocount = def.Pseudocount
+		if cfg.Pseudocount == 0 {
+			cfg.Pseudocount = chmm.DefaultEMConfig().Pseudocount
+		}
 		if o.pseudocount >= 0 {
 			cfg.Pseudocount = o.pseudocount
 		}

@@ -19,22 +19,25 @@
 // carry probability at each step, so every recursion works on the block
 // T[a_t, clones(o_t), clones(o_{t+1})] and one step costs C_{o_t}·C_{o_{t+1}},
 // not N². The forward pass is per-step normalised in probability space with
-// accumulated log normalisers (exact and stable over 10⁵ steps); Viterbi is in
-// log space with ties broken toward the lowest state index. The exact
-// gradient
+// accumulated log normalisers (exact and stable over 10⁵ steps);
+// LogLikelihood redoes a sequence in log space if that pass underflows.
+// Viterbi is in log space with ties broken toward the lowest state index. The
+// exact gradient
 //
 //	∂ℓ/∂Θ[a,i,j] = ξ_a(i,j) − (Σ_j' ξ_a(i,j')) T[a,i,j],   ∂ℓ/∂π = γ_1 − π̄
 //
 // comes from the expected transition counts ξ of forward–backward in O(T·C)
 // memory per sequence. Sequences run in parallel on goroutines, each with a
 // static share of the sequences, so sums are deterministic for a given
-// worker count.
+// worker count; a single long sequence (≥ 2000 steps) runs its forward and
+// backward passes concurrently and sums the counts over time segments.
 //
 // # Trainers
 //
 // TrainEM is the original CSCG's Baum–Welch (George et al. 2021): soft EM with
 // a pseudocount until the likelihood stops increasing, then Viterbi (hard) EM
-// with pseudocount 0, which leaves exact zeros.
+// with pseudocount 0, which leaves exact zeros. DefaultEMConfig keeps π fixed
+// as the original does.
 //
 // TrainGradient is Adam on (π, Θ) with the loss −ℓ/T (per step), optionally
 // plus the transition-entropy term η·Σ_{a,i} w_{a,i} H(T[a,i,·]) where w_{a,i}
@@ -56,7 +59,8 @@
 // 5 splitting rounds. With them, seed 1 and the environments' reference data
 // sizes and clone budgets, held-out state→place purity was 1.000 on aliased,
 // corridors, room, two_rooms (also seeds 2–6), square, three_rooms,
-// cscg_maze5 and cscg_cliques, and 0.9996 on cscg_stitched. On
+// cscg_maze5, cscg_cliques and cscg_rectangular (1 × 50,000 steps, N = 281,
+// 570 iterations), and 0.9996 on cscg_stitched. On
 // uniform_interior (16 identical interior cells) 20 clones per symbol gave
 // 0.96 (EM: 1.00) and 40 gave 1.00: gradient training wants a larger clone
 // budget than EM where many places share a token. Without splitting, two_rooms

@@ -11,9 +11,11 @@ import (
 // ErrZeroProbability is wrapped by the errors of LogLikelihood, Gradient,
 // Viterbi and the trainers when a sequence has zero probability under the
 // model (an observation no allowed path can emit, e.g. after hard EM left an
-// exact zero). The per-step normalisers of the probability-space recursion
-// also report a step whose probability underflows float64 (below ~1e-308
-// given the past), which needs logit differences beyond ~700.
+// exact zero). LogLikelihood and Viterbi work in log space where needed and
+// report only true zeros; the forward–backward pass of Gradient and the
+// trainers, in probability space, also reports a step where every path still
+// alive has underflowed (relative probability below ~1e-308), which needs
+// logit differences beyond ~700.
 var ErrZeroProbability = errors.New("zero probability under the model")
 
 // params caches the probability-space parameters of a model for the
@@ -233,9 +235,12 @@ func zeroProbError(seq, step int) error {
 
 // LogLikelihood returns Σ over seqs of ℓ = log p(o_{1:T} | a_{1:T-1}) (paper
 // Section 3.3), computed by the block-restricted, per-step normalised forward
-// recursion, in parallel over sequences on GOMAXPROCS goroutines. A sequence
-// of zero probability gives -Inf and an error wrapping ErrZeroProbability that
-// names the sequence and step.
+// recursion, in parallel over sequences on GOMAXPROCS goroutines. Where that
+// pass underflows (a path that is more than ~e^-700 less likely than the
+// others turns out to be the only one left) the sequence is redone in log
+// space, so ℓ is exact down to any finite value. A sequence of zero
+// probability gives -Inf and an error wrapping ErrZeroProbability that names
+// the sequence and step.
 func LogLikelihood(m *Model, seqs []Sequence) (float64, error) {
 	lls, err := SequenceLogLikelihoods(m, seqs, 0)
 	if lls == nil {
@@ -256,11 +261,17 @@ func SequenceLogLikelihoods(m *Model, seqs []Sequence, workers int) ([]float64, 
 		return nil, err
 	}
 	p := newParams(m)
+	var lp *logParams
+	var once sync.Once
 	out := make([]float64, len(seqs))
 	nw := workerCount(workers, len(seqs))
 	work := make([]fbWork, nw)
 	err := parallel(len(seqs), nw, func(w, i int) error {
 		ll, step, ok := p.forward(seqs[i], p.pi, &work[w])
+		if !ok { // zero, or below float64's range: redo in log space
+			once.Do(func() { lp = newLogParams(m) })
+			ll, step, ok = lp.logForward(seqs[i])
+		}
 		out[i] = ll
 		if !ok {
 			return zeroProbError(i, step)

@@ -242,3 +242,38 @@ func TestViterbiAllMatchesViterbi(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLikelihoodUnderflowFallback(t *testing.T) {
+	// Token 0 has clones A (state 0) and B (state 1). π̄_B = e^-1000 relative
+	// to A: zero in float64 probability space. Only B can be followed by
+	// token 1, so the sequence 0,1 has ℓ ≈ -1000: exact in log space.
+	m := New([]int{2, 1}, 1, nil)
+	m.PiLogits = []float64{0, -1000, math.Inf(-1), math.Inf(-1)}
+	n := m.N()
+	clear(m.ThetaLogits)
+	m.ThetaLogits[0*n+2] = math.Inf(-1) // A never reaches token 1
+	seq := Sequence{Obs: []int{0, 1}, Actions: []int{0}}
+	// log π̄_B = -1000 - log(1 + e^-1000) and B's row is uniform over the
+	// 4 states: log T[B, C] = -log 4.
+	want := -1000 - math.Log(4)
+	got, err := LogLikelihood(m, []Sequence{seq})
+	if err != nil || math.Abs(got-want) > 1e-9 {
+		t.Errorf("ℓ = %v (%v), want %v", got, err, want)
+	}
+	_, lp, err := Viterbi(m, seq)
+	if err != nil || math.Abs(lp-want) > 1e-9 {
+		t.Errorf("Viterbi log p = %v (%v), want %v", lp, err, want)
+	}
+	// The log-space pass agrees with the normal one where both work.
+	rng := rand.New(rand.NewPCG(17, 1))
+	m2 := randomModel(rng, []int{3, 2, 2}, 2, 2, true)
+	lp2 := newLogParams(m2)
+	for range 20 {
+		s := randomSeq(rng, 3, 2, 1+rng.IntN(40))
+		ll1, err := LogLikelihood(m2, []Sequence{s})
+		ll2, _, ok := lp2.logForward(s)
+		if (err == nil) != ok || (ok && math.Abs(ll1-ll2) > 1e-10*math.Max(1, math.Abs(ll1))) {
+			t.Errorf("probability-space %v (%v), log-space %v (%v)", ll1, err, ll2, ok)
+		}
+	}
+}

@@ -5,7 +5,7 @@ import "time"
 // Progress is passed to a trainer's Progress callback.
 type Progress struct {
 	Phase   string        // "em", "viterbi" or "gradient"
-	Iter    int           // iterations done in this phase (1-based)
+	Iter    int           // iterations done in this phase (1..Iters)
 	Iters   int           // the phase's iteration budget
 	LogLik  float64       // current per-step log-likelihood ℓ/T (see History.LogLik)
 	Best    float64       // best per-step log-likelihood so far in this phase
@@ -73,7 +73,9 @@ func (r *reporter) report(iter int, ll float64, final bool) {
 		return
 	}
 	el := time.Since(r.start)
-	p := Progress{Phase: r.phase, Iter: iter + 1, Iters: r.iters, LogLik: ll, Best: r.best, Elapsed: el}
+	// A phase evaluates its last iterate once more after its final update:
+	// clamp that evaluation to the budget.
+	p := Progress{Phase: r.phase, Iter: min(iter+1, r.iters), Iters: r.iters, LogLik: ll, Best: r.best, Elapsed: el}
 	if s := el.Seconds(); s > 0 {
 		p.Rate = float64(iter+1) / s
 		if left := r.iters - (iter + 1); left > 0 {

@@ -86,3 +86,33 @@ func TestRecoverMapsLong(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverAliased is the default suite's check on a paper benchmark: the
+// 4×4 aliased room (4 tokens, each at 4 places; 5 clones per token) from
+// 2 × 5,000 steps, both trainers.
+func TestRecoverAliased(t *testing.T) {
+	train, test, places, clones, actions := envData(t, "aliased", 4)
+	train = []Sequence{
+		{Obs: train[0].Obs[:5000], Actions: train[0].Actions[:4999]},
+		{Obs: train[1].Obs[:5000], Actions: train[1].Actions[:4999]},
+	}
+	for _, trainer := range []string{"gradient", "em"} {
+		m := New(clones, actions, rand.New(rand.NewPCG(4, 2)))
+		var err error
+		if trainer == "em" {
+			_, err = TrainEM(m, train, DefaultEMConfig())
+		} else {
+			_, err = TrainGradient(m, train, DefaultGradConfig())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		states, _, err := Viterbi(m, test)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pur, used := purity(states, places); pur < 0.99 {
+			t.Errorf("%s: held-out state→place purity %.4f (%d states for 16 places), want >= 0.99", trainer, pur, used)
+		}
+	}
+}

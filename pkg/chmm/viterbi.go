@@ -177,3 +177,49 @@ func ViterbiAll(m *Model, seqs []Sequence, workers int) (states [][]int, logp []
 	}
 	return states, logp, nil
 }
+
+// logForward is the forward recursion of paper Section 3.3 in log space on
+// the blocks of the observed tokens,
+//
+//	log α_{t+1}(j) = lse_i [log α_t(i) + log T[a_t,i,j]],   ℓ = lse_j log α_T(j),
+//
+// with the maximum taken per destination j, so no path is lost to underflow.
+// It costs an exp per block entry and is the fallback of LogLikelihood when
+// the per-step normalised pass (forward) underflows.
+func (lp *logParams) logForward(seq Sequence) (float64, int, bool) {
+	obs, acts := seq.Obs, seq.Actions
+	n := lp.n
+	f0 := lp.first[obs[0]]
+	la := append([]float64(nil), lp.logPi[f0:f0+lp.size[obs[0]]]...)
+	if !anyFinite(la) {
+		return math.Inf(-1), 0, false
+	}
+	next := make([]float64, lp.maxC)
+	for t := 0; t+1 < len(obs); t++ {
+		a, fs, fd := acts[t], lp.first[obs[t]], lp.first[obs[t+1]]
+		cols := lp.size[obs[t+1]]
+		nx := next[:cols]
+		for j := range nx {
+			mx := math.Inf(-1)
+			for i, v := range la {
+				r := a*n + fs + i
+				mx = math.Max(mx, v+lp.theta[r*n+fd+j]-lp.rowLSE[r])
+			}
+			if math.IsInf(mx, -1) {
+				nx[j] = mx
+				continue
+			}
+			var s float64
+			for i, v := range la {
+				r := a*n + fs + i
+				s += math.Exp(v + lp.theta[r*n+fd+j] - lp.rowLSE[r] - mx)
+			}
+			nx[j] = mx + math.Log(s)
+		}
+		if !anyFinite(nx) {
+			return math.Inf(-1), t + 1, false
+		}
+		la = append(la[:0], nx...)
+	}
+	return logSumExp(la), 0, true
+}
