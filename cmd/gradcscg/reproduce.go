@@ -79,7 +79,7 @@ func runReproduce(args []string) error {
 					}
 				}
 				if rep == nil {
-					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, quiet: *quiet})
+					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: 3, quiet: *quiet})
 					if err != nil {
 						return fmt.Errorf("%s seed %d: %w", key, seed, err)
 					}

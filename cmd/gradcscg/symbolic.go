@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sort"
@@ -32,6 +33,7 @@ type symbolicOptions struct {
 	lr                   float64
 	pseudocount          float64
 	entropy              float64
+	restarts             int
 	jsonPath, savePath   string
 	loadPath             string
 	quiet                bool
@@ -52,6 +54,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
+	fs.IntVar(&o.restarts, "restarts", 3, "EM trainer: initialisations tried; the one with the highest training likelihood is kept")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
@@ -246,6 +249,7 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 	case "em":
 		cfg := chmm.DefaultEMConfig()
 		cfg.Workers = workers
+		cfg.Seed = o.seed
 		if o.iters > 0 {
 			cfg.MaxIters = o.iters
 		}
@@ -258,13 +262,33 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 		if o.pseudocount >= 0 {
 			cfg.Pseudocount = o.pseudocount
 		}
-		if !o.quiet {
-			bar = progress.New(stderr, "EM", cfg.MaxIters)
-			cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
+		// Restarts: EM from o.restarts initialisations, keeping the model with the
+		// highest training likelihood (training data only).
+		best, bestLL := (*chmm.Model)(nil), math.Inf(-1)
+		for r := range max(1, o.restarts) {
+			mr := m.Clone()
+			if r > 0 {
+				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(o.seed, 2+uint64(r)<<8)))
+				cfg.Seed = o.seed + uint64(r)<<32
+			}
+			if !o.quiet {
+				bar = progress.New(stderr, fmt.Sprintf("EM start %d/%d", r+1, max(1, o.restarts)), cfg.MaxIters)
+				cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
+			}
+			if _, err := chmm.TrainEM(mr, train, cfg); err != nil {
+				return err
+			}
+			bar.Done("")
+			ll, err := chmm.LogLikelihood(mr, train)
+			if err != nil {
+				return err
+			}
+			if ll > bestLL {
+				best, bestLL = mr, ll
+			}
 		}
-		_, err := chmm.TrainEM(m, train, cfg)
-		bar.Done("")
-		return err
+		*m = *best
+		return nil
 	default:
 		cfg := chmm.DefaultGradConfig()
 		cfg.Workers = workers

@@ -3,6 +3,7 @@ package chmm
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -30,6 +31,21 @@ type EMConfig struct {
 	// the soft M-step sets π̄ ∝ γ_1 + Pseudocount. The hard phase never
 	// changes π (a one-hot π would give held-out episodes zero probability).
 	FixedPi bool
+	// SplitRounds: when soft EM converges, split the states whose next token
+	// is surprising into unused clones of their token and resume soft EM, at
+	// most SplitRounds times (see GradConfig.SplitRounds; our addition, 0 is
+	// the original's behaviour). EM, like gradient training, can settle with
+	// one clone serving two places while another clone of the token idles;
+	// with a tight budget (corridors: 5 clones, a class at 5 places) it does
+	// so for some seeds.
+	SplitRounds int
+	SplitMin    float64 // 0: 1e-3
+	// SplitTol: a plateau (ℓ/T improving by less than SplitTol per
+	// iteration) also triggers a split, since EM can creep for hundreds of
+	// iterations without converging. 0: 1e-5.
+	SplitTol   float64
+	SplitNoise float64 // 0: 0.1
+	Seed       uint64  // splits
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
@@ -42,7 +58,7 @@ type EMConfig struct {
 // episodes that start elsewhere a near-zero, or after hard EM with
 // pseudocount 0 a zero, probability.)
 func DefaultEMConfig() EMConfig {
-	return EMConfig{MaxIters: 1000, Pseudocount: 2e-3, ViterbiIters: 100, FixedPi: true}
+	return EMConfig{MaxIters: 1000, Pseudocount: 2e-3, ViterbiIters: 100, FixedPi: true, SplitRounds: 5}
 }
 
 // TrainEM fits m in place by EM on seqs and returns the history.
@@ -97,6 +113,20 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		prevTheta := make([]float64, len(m.ThetaLogits))
 		prevPi := make([]float64, len(m.PiLogits))
 		prevLL := math.Inf(-1)
+		splits := 0
+		splitMin, splitNoise := cfg.SplitMin, cfg.SplitNoise
+		if splitMin <= 0 {
+			splitMin = 1e-3
+		}
+		if splitNoise <= 0 {
+			splitNoise = 0.1
+		}
+		splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x656d73706c6974))
+		splitTol := cfg.SplitTol
+		if splitTol <= 0 {
+			splitTol = 1e-5
+		}
+		lastSplit := 0
 		for it := 0; ; it++ {
 			acc, err := es.run(p, seqs)
 			if err != nil {
@@ -104,10 +134,35 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			}
 			ll := acc.ll / fsteps
 			h.add("em", it, ll, time.Since(start).Seconds(), math.NaN())
+			if plateau := ll-prevLL < splitTol && it-lastSplit > 10; plateau && ll > prevLL && splits < cfg.SplitRounds && it < maxIters {
+				if k := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), splitRng); k > 0 {
+					splits++
+					lastSplit = it
+					h.Splits = append(h.Splits, Split{Iter: it, States: k})
+					p = newParams(m)
+					prevLL = math.Inf(-1)
+					rep.report(it, ll, false)
+					continue
+				}
+			}
 			if it > 0 && ll-prevLL <= cfg.Tol {
 				if ll < prevLL { // keep the better parameters
 					copy(m.ThetaLogits, prevTheta)
 					copy(m.PiLogits, prevPi)
+				}
+				if splits < cfg.SplitRounds && it < maxIters {
+					p = newParams(m)
+					if acc, err = es.run(p, seqs); err != nil {
+						return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
+					}
+					if k := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), splitRng); k > 0 {
+						splits++
+						lastSplit = it
+						h.Splits = append(h.Splits, Split{Iter: it, States: k})
+						p = newParams(m)
+						prevLL = math.Inf(-1)
+						continue
+					}
 				}
 				h.Stop = "converged"
 				rep.report(it, ll, true)
@@ -208,3 +263,8 @@ func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.T
 		mstep(m, &accum{counts: counts}, 0, false)
 	}
 }
+
+// emFreeOcc is the occupancy below which EM treats a clone as free: the
+// pseudocount leaks a little mass to every clone, so "unused" means fewer
+// than 0.1% of the steps (at least one visit).
+func emFreeOcc(steps float64) float64 { return max(1, 1e-3*steps) }

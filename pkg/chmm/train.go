@@ -219,7 +219,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		}
 		if cfg.Patience > 0 && sinceBest >= cfg.Patience && splits < cfg.SplitRounds {
 			splits++
-			k := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, splitRng)
+			k := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, 1, splitRng)
 			h.Splits = append(h.Splits, Split{Iter: it, States: k})
 			if k > 0 {
 				adamPi = newAdam(len(m.PiLogits), cfg)
@@ -363,9 +363,10 @@ func (s *chunkSampler) sample(out []Sequence) {
 
 // splitClones splits every state whose transition cost per step exceeds
 // minCost into an unused clone of the same token (see GradConfig.SplitRounds)
-// and returns the number of states split. p and acc describe m at the current
+// (one with fewer than freeOcc expected visits) and returns the number of
+// states split. p and acc describe m at the current
 // iterate; costs use the expected counts ξ of acc.
-func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise float64, rng *rand.Rand) int {
+func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise, freeOcc float64, rng *rand.Rand) int {
 	n := p.n
 	// occ: expected visits leaving state i. cost: surprise of the next token,
 	// −Σ_a Σ_k ξ_a(i, clones(k)) log T[a, i, clones(k)] (token-level, so that
@@ -399,11 +400,14 @@ func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise float64,
 	for _, i := range cand {
 		k := m.Token(i)
 		f := p.first[k]
-		u, best := -1, 1.0 // fewer than one expected visit
+		u, best := -1, freeOcc // a free clone: fewer expected visits than freeOcc
 		for c := f; c < f+p.size[k]; c++ {
 			if c != i && !used[c] && occ[c] < best {
 				u, best = c, occ[c]
 			}
+		}
+		if u < 0 && freeOcc > 1 {
+			u = freeDuplicate(m, p, k, i, used)
 		}
 		if u < 0 {
 			continue
@@ -437,4 +441,52 @@ func splitState(m *Model, i, u int, noise float64, rng *rand.Rand) {
 			dst[j] = v + noise*rng.NormFloat64() // -Inf stays -Inf
 		}
 	}
+}
+
+// freeDuplicate looks, among the clones of token k other than i, for two
+// that behave alike: for every action their next-token distributions differ
+// by less than 0.05 in total variation (two clones sharing one place). It
+// folds the second into the first (its incoming probability and π mass move
+// to the first) and returns it, now free; -1 if there is no such pair.
+func freeDuplicate(m *Model, p *params, k, i int, used []bool) int {
+	n, first, size := p.n, p.first[k], p.size[k]
+	next := func(a, c, kk int) float64 {
+		var q float64
+		r := (a*n + c) * n
+		for j := p.first[kk]; j < p.first[kk]+p.size[kk]; j++ {
+			q += p.trans[r+j]
+		}
+		return q
+	}
+	for c1 := first; c1 < first+size; c1++ {
+		for c2 := c1 + 1; c2 < first+size; c2++ {
+			if c1 == i || c2 == i || used[c1] || used[c2] {
+				continue
+			}
+			alike := true
+			for a := 0; a < m.NumActions && alike; a++ {
+				var tv float64
+				for kk := range p.first {
+					tv += math.Abs(next(a, c1, kk) - next(a, c2, kk))
+				}
+				alike = tv/2 < 0.05
+			}
+			if !alike {
+				continue
+			}
+			fold := func(x []float64) {
+				hi, lo := max(x[c1], x[c2]), min(x[c1], x[c2])
+				if !math.IsInf(hi, -1) {
+					x[c1] = hi + math.Log1p(math.Exp(lo-hi))
+				}
+				x[c2] = math.Inf(-1)
+			}
+			fold(m.PiLogits)
+			for r := 0; r < len(m.ThetaLogits); r += n {
+				fold(m.ThetaLogits[r : r+n])
+			}
+			return c2
+		}
+	}
+	return -1
 }
