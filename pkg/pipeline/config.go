@@ -1,0 +1,245 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// Clone budgets (paper Sec. 3.8). None of them needs labels.
+const (
+	// BudgetUniform gives every token Clones clones.
+	BudgetUniform = "uniform"
+	// BudgetShare distributes Clones·K' clones over the K' compacted tokens in proportion
+	// to each token's share of the training frames (at least one clone per token).
+	BudgetShare = "share"
+	// FinalFromJoint continues the finalisation from the joint phase's HMM.
+	FinalFromJoint = "joint"
+)
+
+// Config is every hyperparameter of a run (paper Table 1 plus ours). It is written to
+// config.json in the run directory; a rerun with a different Config is refused.
+// Start from DefaultConfig.
+type Config struct {
+	Env     string `json:"env"`     // built-in environment name (gridworld.Named)
+	Dataset string `json:"dataset"` // "mnist" or "fashion" (dataset.Load)
+	Seed    uint64 `json:"seed"`
+
+	// Data (paper Table 1: episodes × steps).
+	Episodes  int `json:"episodes"`   // training episodes
+	Steps     int `json:"steps"`      // observations per training episode
+	EvalSteps int `json:"eval_steps"` // length of the held-out evaluation episode (test-split images)
+
+	// VQ-VAE (Table 1).
+	K      int     `json:"k"`     // codebook size before compaction
+	D      int     `json:"d"`     // embedding dimension
+	F      int     `json:"f"`     // encoder base width
+	Arch   string  `json:"arch"`  // "conv" or "mlp"
+	Beta   float64 `json:"beta"`  // commitment weight β
+	Gamma  float64 `json:"gamma"` // EMA decay γ
+	Eps    float64 `json:"eps"`   // EMA smoothing ε
+	Tau    float64 `json:"tau"`   // soft-posterior temperature τ
+	Revive float64 `json:"revive"`
+
+	// Phase 1: warm-up (VQ-VAE alone on the training episodes' frames, no labels).
+	WarmupEpochs int `json:"warmup_epochs"`
+	// SupervisedWarmup adds the reference's digit-classification loss (weight 0.1 on a
+	// head over z) to the warm-up. It uses the images' labels and exists only to
+	// compare with the reference; off by default.
+	SupervisedWarmup bool    `json:"supervised_warmup"`
+	WarmupBatch      int     `json:"warmup_batch"`
+	WarmupLR         float64 `json:"warmup_lr"`
+
+	// Recenter re-initialises the codebook after warm-up by k-means++ and Lloyd
+	// iterations on the warmed-up encoder's latents of (up to RecenterFrames) training
+	// frames, before compaction. Unsupervised; the EMA codebook otherwise keeps codes
+	// seeded from the untrained encoder's latents.
+	Recenter       bool `json:"recenter"`
+	RecenterFrames int  `json:"recenter_frames"`
+
+	// Token compaction and clone budget (Sec. 3.8).
+	Clones int    `json:"clones"` // clones per token (uniform), or the mean for BudgetShare
+	Budget string `json:"budget"` // BudgetUniform or BudgetShare
+
+	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
+	JointIters  int     `json:"joint_iters"`
+	ChunkLen    int     `json:"chunk_len"`   // T of a chunk (256)
+	JointBatch  int     `json:"joint_batch"` // |B| (4)
+	Lambda      float64 `json:"lambda"`      // λ
+	AnnealFrac  float64 `json:"anneal_frac"` // T_anneal = AnnealFrac · JointIters (1/4)
+	AlphaDiv    float64 `json:"alpha_div"`   // α_div
+	JointLR     float64 `json:"joint_lr"`    // Adam rate of the VQ-VAE (3e-4)
+	HMMLRFactor float64 `json:"hmm_lr_factor"`
+	// Anti-collapse: CollapseFrac is the fraction of the best smoothed perplexity below
+	// which the perception is rolled back to its best snapshot (the HMM is kept) and λ
+	// is multiplied by ThrottleFactor. 0 disables the safeguard.
+	CollapseFrac   float64 `json:"collapse_frac"`
+	ThrottleFactor float64 `json:"throttle_factor"`
+	// CheckpointEvery is the number of joint iterations between checkpoints.
+	CheckpointEvery int `json:"checkpoint_every"`
+
+	// Phase 3: finalisation (encoder frozen, hard tokens, full episodes).
+	// FinalBudget is FinalFromJoint (continue from the joint phase's (π, Θ) and clone
+	// layout: the paper) or BudgetShare (default): re-allocate FinalClones·K' clones in
+	// proportion to each token's share of the training frames under the final encoder
+	// and start the HMM afresh. The joint phase tends to make each place's token
+	// consistent by merging classes into one token (more aliasing), so a token may cover
+	// more places than its phase-1 budget has clones; re-budgeting follows the data
+	// without labels.
+	FinalBudget   string  `json:"final_budget"`
+	FinalClones   int     `json:"final_clones"`
+	FinalIters    int     `json:"final_iters"`
+	FinalLR       float64 `json:"final_lr"`
+	FinalEntropy  float64 `json:"final_entropy"` // transition-entropy weight η
+	FinalPatience int     `json:"final_patience"`
+	FinalSplits   int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus
+
+	// StopAfterJoint, if > 0, stops the run (as if interrupted) after that many joint
+	// iterations of this call. Not part of the run's identity (not saved).
+	StopAfterJoint int `json:"-"`
+}
+
+// DefaultConfig returns the configuration of the paper (Table 1) for a built-in
+// environment: its episode count and length, K = its number of classes, its uniform
+// clone budget, 4 warm-up epochs of batch 128, joint chunks of 4×256 steps with λ = 1
+// annealed over a quarter of the joint iterations, α_div = 0.1, Adam 3e-4 with 100× for
+// (π, Θ), and finalisation with η = 1e-3 at rate 0.1 (the paper: 1e-2) on clones
+// re-budgeted by token share, 2× the phase-1 budget on average (FinalBudget).
+//
+// JointIters is 300, far below the paper's 2000–5000: on the go backend a joint step
+// costs ~1 s on two cores, and the finalisation does the bulk of the HMM work (see
+// the package documentation for the measurements behind this choice).
+func DefaultConfig(env string) (Config, error) {
+	e, err := gridworld.Named(env)
+	if err != nil {
+		return Config{}, err
+	}
+	d := e.Defaults()
+	v := vqvae.DefaultConfig(e.NumClasses())
+	return Config{
+		Env: env, Dataset: "mnist", Seed: 1,
+		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
+		K: e.NumClasses(), D: v.D, F: v.F, Arch: string(v.Arch),
+		Beta: v.Beta, Gamma: v.Gamma, Eps: v.Eps, Tau: v.Tau, Revive: v.Revive,
+		WarmupEpochs: 4, WarmupBatch: 128, WarmupLR: vqvae.DefaultLearningRate,
+		Recenter: true, RecenterFrames: 8192,
+		Clones: d.ClonesPerClass, Budget: BudgetUniform,
+		JointIters: 300, ChunkLen: 256, JointBatch: 4,
+		Lambda: 1, AnnealFrac: 0.25, AlphaDiv: 0.1,
+		JointLR: 3e-4, HMMLRFactor: 100,
+		CollapseFrac: 0.75, ThrottleFactor: 0.5, CheckpointEvery: 50,
+		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
+		FinalIters: 1000, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalSplits: 5,
+	}, nil
+}
+
+// VQVAEConfig returns the VQ-VAE configuration with k codes.
+func (c Config) VQVAEConfig(k int) vqvae.Config {
+	v := vqvae.DefaultConfig(k)
+	v.D, v.F, v.Arch = c.D, c.F, vqvae.Arch(c.Arch)
+	v.Beta, v.Gamma, v.Eps, v.Tau, v.Revive = c.Beta, c.Gamma, c.Eps, c.Tau, c.Revive
+	v.Classify = c.SupervisedWarmup
+	return v
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var bad []string
+	add := func(ok bool, format string, args ...any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if _, err := gridworld.Named(c.Env); err != nil {
+		bad = append(bad, fmt.Sprintf("env: %v", err))
+	}
+	add(c.Dataset == "mnist" || c.Dataset == "fashion", "dataset=%q (want mnist or fashion)", c.Dataset)
+	add(c.Episodes >= 1, "episodes=%d (need ≥ 1)", c.Episodes)
+	add(c.Steps >= 2, "steps=%d (need ≥ 2)", c.Steps)
+	add(c.EvalSteps >= 2, "eval_steps=%d (need ≥ 2)", c.EvalSteps)
+	add(c.WarmupEpochs >= 0, "warmup_epochs=%d (need ≥ 0)", c.WarmupEpochs)
+	add(c.WarmupBatch >= 1 && c.WarmupBatch <= c.Episodes*c.Steps, "warmup_batch=%d (need 1..episodes·steps)", c.WarmupBatch)
+	add(c.WarmupLR > 0 && finite(c.WarmupLR), "warmup_lr=%g (need > 0)", c.WarmupLR)
+	add(c.RecenterFrames >= 0, "recenter_frames=%d (need ≥ 0)", c.RecenterFrames)
+	add(c.Clones >= 1, "clones=%d (need ≥ 1)", c.Clones)
+	add(c.Budget == BudgetUniform || c.Budget == BudgetShare, "budget=%q (want %q or %q)", c.Budget, BudgetUniform, BudgetShare)
+	add(c.JointIters >= 0, "joint_iters=%d (need ≥ 0)", c.JointIters)
+	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
+	add(c.JointBatch >= 1, "joint_batch=%d (need ≥ 1)", c.JointBatch)
+	add(c.Lambda >= 0 && finite(c.Lambda), "lambda=%g (need ≥ 0)", c.Lambda)
+	add(c.AnnealFrac >= 0 && c.AnnealFrac <= 1, "anneal_frac=%g (need 0..1)", c.AnnealFrac)
+	add(c.AlphaDiv >= 0 && finite(c.AlphaDiv), "alpha_div=%g (need ≥ 0)", c.AlphaDiv)
+	add(c.JointLR > 0 && finite(c.JointLR), "joint_lr=%g (need > 0)", c.JointLR)
+	add(c.HMMLRFactor > 0 && finite(c.HMMLRFactor), "hmm_lr_factor=%g (need > 0)", c.HMMLRFactor)
+	add(c.CollapseFrac >= 0 && c.CollapseFrac < 1, "collapse_frac=%g (need 0 ≤ f < 1)", c.CollapseFrac)
+	add(c.ThrottleFactor > 0 && c.ThrottleFactor <= 1, "throttle_factor=%g (need 0 < f ≤ 1)", c.ThrottleFactor)
+	add(c.CheckpointEvery >= 1, "checkpoint_every=%d (need ≥ 1)", c.CheckpointEvery)
+	add(c.FinalBudget == FinalFromJoint || c.FinalBudget == BudgetShare, "final_budget=%q (want %q or %q)", c.FinalBudget, FinalFromJoint, BudgetShare)
+	add(c.FinalClones >= 1 || c.FinalBudget != BudgetShare, "final_clones=%d (need ≥ 1)", c.FinalClones)
+	add(c.FinalIters >= 0, "final_iters=%d (need ≥ 0)", c.FinalIters)
+	add(c.FinalLR > 0 && finite(c.FinalLR), "final_lr=%g (need > 0)", c.FinalLR)
+	add(c.FinalEntropy >= 0 && finite(c.FinalEntropy), "final_entropy=%g (need ≥ 0)", c.FinalEntropy)
+	add(c.FinalPatience >= 0, "final_patience=%d (need ≥ 0)", c.FinalPatience)
+	add(c.FinalSplits >= 0, "final_splits=%d (need ≥ 0)", c.FinalSplits)
+	add(c.StopAfterJoint >= 0, "StopAfterJoint=%d (need ≥ 0)", c.StopAfterJoint)
+	if err := c.VQVAEConfig(max(c.K, 2)).Validate(); err != nil {
+		bad = append(bad, err.Error())
+	}
+	add(c.K >= 2, "k=%d (need ≥ 2)", c.K)
+	if len(bad) > 0 {
+		return fmt.Errorf("pipeline: invalid config: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// ReadConfig reads a config.json, rejecting unknown fields and invalid values; fields
+// the file lacks take DefaultConfig(env)'s values.
+func ReadConfig(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("pipeline: %w", err)
+	}
+	// Fields missing from the file (older versions) take the environment's defaults.
+	var probe struct {
+		Env string `json:"env"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	c, err := DefaultConfig(probe.Env)
+	if err != nil {
+		return Config{}, fmt.Errorf("pipeline: %s: env: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// jsonErr adds the line number to a JSON syntax or type error.
+func jsonErr(raw []byte, err error) error {
+	var off int64 = -1
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+	case *json.UnmarshalTypeError:
+		off = e.Offset
+	}
+	if off < 0 {
+		return err
+	}
+	line := 1 + bytes.Count(raw[:min(int(off), len(raw))], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}

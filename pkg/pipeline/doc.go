@@ -1,0 +1,96 @@
+// Package pipeline learns a cognitive map from pixels: the three-phase gradCSCG training
+// of paper Sec. 3.6 (Algorithm 1) on a grid world whose places show MNIST (or
+// Fashion-MNIST) images, with durable, resumable run directories and the evaluation of
+// spec/evaluation.md on a held-out episode with test-split images.
+//
+// # Phases
+//
+//  1. Warm-up (vqvae.Warmup): the VQ-VAE alone on the frames of the training episodes
+//     (train-split images), unsupervised — no label is used anywhere in the default
+//     pipeline (Config.SupervisedWarmup adds the reference's classification loss to the
+//     warm-up, for comparison only).
+//     Then, optionally (Config.Recenter, default on), the codebook is re-seeded by
+//     k-means++ and Lloyd iterations on the warmed-up encoder's latents, and token
+//     compaction (Sec. 3.8) keeps the codes the encoder emits on the training frames and
+//     relabels them 0..K'−1 (the VQ-VAE is rebuilt with K' codes; Result.Codes maps
+//     back). Clone budgets: uniform (Config.Clones per token) or proportional to each
+//     token's share of the training frames (BudgetShare). The per-class "room" budget of
+//     the paper needs labels and is not offered here.
+//
+//  2. Joint (Joint.Step, one compiled graph per step): B chunks of T steps, frames
+//     [B·T,28,28,1] through the VQ-VAE, log ρ reshaped [B,T,K'], the soft-emission
+//     forward pass of pkg/hmmgraph (While loops with the exact forward–backward
+//     gradient), and
+//
+//     L = L_rec + β·L_commit + λ_t·(−(1/|B|) Σ_b ℓ^s_b/T_b) + α_div·(log K' − H(ρ̄))
+//
+//     with padded frames masked out of every term and λ_t = λ·min(1, t/T_anneal)
+//     (Sec. 3.6). The VQ-VAE is trained here. Learning rates: two Adam optimizers on
+//     disjoint scopes fed by one gradient pass — 3e-4 for /vqvae and 100× for /hmm
+//     (π, Θ) — rather than the Θ = 100·Θ_raw reparametrisation, so that the saved HMM
+//     logits are the model's logits. The EMA codebook update (and dead-code revival)
+//     runs in the same graph after the losses have read the codebook.
+//
+//  3. Finalisation: encoder frozen, hard tokens of the full training episodes,
+//     chmm.TrainGradient full batch (exact forward–backward gradient, Adam, optional
+//     transition entropy, optional clone splitting at plateaus). By default
+//     (FinalBudget = BudgetShare) the clones are re-allocated in proportion to each
+//     token's share of the training frames under the final encoder (FinalClones per
+//     token on average) and the HMM starts afresh; FinalFromJoint continues from the
+//     joint phase's (π, Θ) as the paper does. Why: on aliased (seed 1, full size) the
+//     joint phase made each place's token consistent — H(token | class) on the
+//     training frames fell from 0.78 to 0.17 nats — by merging two digit classes into
+//     one token (perplexity 4 → 2.9), so that token covers 8 places while its phase-1
+//     budget had 5 clones; the paper's finalisation then reached recall 0.58, the
+//     re-budgeted one recall 1. (With seed 2 the joint phase instead sorted the digits
+//     by class: H(class | token) 0.76 → 0.05 nats, perplexity 4.)
+//
+// # Anti-collapse
+//
+// The joint phase tracks an exponential moving average (0.9) of the batch codebook
+// perplexity and keeps a snapshot of the perception (every variable under /vqvae: the
+// encoder, decoder, codebook and their Adam moments) at its best value. When the average
+// falls below Config.CollapseFrac × best, the perception is restored from the snapshot
+// and λ is multiplied by Config.ThrottleFactor. The HMM logits and their Adam state are
+// not restored: the reference's rollback restored the HMM too and so, with a frozen
+// encoder, silently threw away the joint phase's HMM progress (spec/model.md). At the end
+// of the phase the same test decides whether the final or the best perception goes on
+// to finalisation. Events are written into the loss history.
+//
+// # Run directory
+//
+//	config.json     Config (rerunning with a different one is refused, naming the fields)
+//	state.gob       the commit record: phase, joint cursor, λ throttle, best snapshot,
+//	                loss history, seconds per phase
+//	history.jsonl   one Record per line: step, phase, rec, commit, nll_per_step, div,
+//	                lambda, perplexity, seconds (and event)
+//	warmup.ckpt     VQ-VAE checkpoint of phase 1 (resumes mid-warm-up)
+//	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)
+//	vqvae.ckpt, chmm.model   the final model
+//	report.json     evaluate.Report (trainer "joint", seconds per phase, extras)
+//
+// A checkpoint file is written first (atomically, under a new name) and then state.gob
+// (atomically); the previous checkpoint is removed only after that, so a run killed at
+// any point resumes from a consistent state. The joint minibatch of iteration t is a
+// function of (seed, t), and the checkpoint holds the Adam moments and the graph RNG, so
+// a resumed run repeats an uninterrupted one step for step (TestResumeMatchesUninterrupted).
+// The finalisation and the evaluation are short and restart from their beginning.
+//
+// # Data and evaluation
+//
+// Training episodes come from gridworld (Env.TrainingEpisodes) with one fresh
+// train-split image per visit; the held-out episode (Config.EvalSteps steps) is a fresh
+// walk with test-split images. Evaluate encodes it with the frozen encoder, decodes the
+// hard tokens with chmm.Viterbi and scores the path with evaluate.Evaluate; as an extra
+// read-out (report extra "soft_decoding") it also decodes with the soft emissions log ρ
+// (SoftViterbi), which lets the map's context outvote an uncertain token. The report's
+// extras hold H(token | place), H(token | class) and H(class | token) of the training
+// frames after the warm-up and after the joint phase (true places and classes are used
+// for these measurements only).
+//
+// # Backend
+//
+// Every graph runs on hmmgraph.NewGoBackend (go:ops_sequential): the soft forward pass
+// uses While loops whose bodies hold matmuls, which deadlock under the go backend's
+// default parallel executor (spec/performance.md).
+package pipeline

@@ -1,0 +1,388 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // graph code reads like the equations
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// HMMScope is the scope (under the store's root, beside /vqvae) of the cloned HMM's
+// logits during the joint phase: /hmm/pi [N] and /hmm/theta [A,N,N].
+const HMMScope = "hmm"
+
+// Joint is the joint VQ-VAE + cloned-HMM model of phase 2 (paper Sec. 3.6): a VQ-VAE
+// whose store also holds the HMM logits, and the compiled joint training step.
+type Joint struct {
+	VQ     *vqvae.Model
+	Layout hmmgraph.Layout
+	A      int // number of actions
+
+	vqCfg                  vqvae.Config
+	beta, alpha, lr, hmmLR float64
+	exec                   *model.Exec
+}
+
+// StepMetrics are the terms of one joint step, on the step's chunks before the update.
+type StepMetrics struct {
+	Loss       float64 // L_joint
+	Rec        float64 // L_rec (per-pixel MSE over valid frames)
+	Commit     float64 // L_commit (unweighted)
+	NLLPerStep float64 // −(1/|B|) Σ_b ℓ^s_b / T_b
+	Div        float64 // log K − H(ρ̄)
+	Perplexity float64 // exp H of the hard-token usage over the valid frames
+	Active     int     // codes used in the batch
+	Revived    int     // dead codes re-seeded after the step
+}
+
+// NewJoint adds the HMM logits of hmm (float32) to vq's store under HMMScope and
+// prepares the joint step with commitment weight beta, diversity weight alpha, Adam rate
+// lr for the VQ-VAE variables and hmmLR for (π, Θ). hmm's alphabet must be vq's codebook.
+func NewJoint(vq *vqvae.Model, hmm *chmm.Model, beta, alpha, lr, hmmLR float64) (*Joint, error) {
+	if err := hmm.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline.NewJoint: %w", err)
+	}
+	if hmm.K() != vq.Config().K {
+		return nil, fmt.Errorf("pipeline.NewJoint: HMM has %d tokens, codebook has %d codes", hmm.K(), vq.Config().K)
+	}
+	j := &Joint{VQ: vq, Layout: hmmgraph.Layout{Clones: slices.Clone(hmm.Clones)}, A: hmm.NumActions,
+		vqCfg: vq.Config(), beta: beta, alpha: alpha, lr: lr, hmmLR: hmmLR}
+	hs := vq.Store().RootScope().At(HMMScope)
+	n := hmm.N()
+	for _, x := range []struct {
+		name string
+		vals []float64
+		dims []int
+	}{{"pi", hmm.PiLogits, []int{n}}, {"theta", hmm.ThetaLogits, []int{hmm.NumActions, n, n}}} {
+		t := tensors.FromFlatDataAndDimensions(toF32(x.vals), x.dims...)
+		if v := hs.GetVariable(x.name); v != nil {
+			if err := v.SetValue(t); err != nil {
+				return nil, fmt.Errorf("pipeline.NewJoint: %s: %w", x.name, err)
+			}
+			continue
+		}
+		v, err := hs.CreateVariable(x.name, t)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline.NewJoint: %s: %w", x.name, err)
+		}
+		v.SetTrainable(true)
+	}
+	return j, nil
+}
+
+// AttachJoint wraps a VQ-VAE loaded from a joint checkpoint (its store already holds
+// the HMM logits) with the clone layout clones.
+func AttachJoint(vq *vqvae.Model, clones []int, numActions int, beta, alpha, lr, hmmLR float64) (*Joint, error) {
+	j := &Joint{VQ: vq, Layout: hmmgraph.Layout{Clones: slices.Clone(clones)}, A: numActions,
+		vqCfg: vq.Config(), beta: beta, alpha: alpha, lr: lr, hmmLR: hmmLR}
+	n := j.Layout.N()
+	hs := vq.Store().RootScope().At(HMMScope)
+	pi, theta := hs.GetVariable("pi"), hs.GetVariable("theta")
+	switch {
+	case pi == nil || theta == nil:
+		return nil, fmt.Errorf("pipeline: checkpoint has no HMM variables under /%s", HMMScope)
+	case !slices.Equal(pi.Shape().Dimensions, []int{n}) || !slices.Equal(theta.Shape().Dimensions, []int{numActions, n, n}):
+		return nil, fmt.Errorf("pipeline: checkpoint HMM shapes %v, %v do not match N=%d, A=%d",
+			pi.Shape().Dimensions, theta.Shape().Dimensions, n, numActions)
+	}
+	return j, nil
+}
+
+// HMM returns the current HMM logits as a chmm.Model.
+func (j *Joint) HMM() (*chmm.Model, error) {
+	hs := j.VQ.Store().RootScope().At(HMMScope)
+	pi, err := tensors.CopyFlatData[float32](hs.GetVariable("pi").MustValue())
+	if err != nil {
+		return nil, err
+	}
+	theta, err := tensors.CopyFlatData[float32](hs.GetVariable("theta").MustValue())
+	if err != nil {
+		return nil, err
+	}
+	m := &chmm.Model{Clones: slices.Clone(j.Layout.Clones), NumActions: j.A,
+		PiLogits: toF64(pi), ThetaLogits: toF64(theta)}
+	return m, m.Validate()
+}
+
+// graph builds one joint step (Algorithm 1). Inputs:
+//
+//	x       [B·T, S, S, 1] float32  the chunks' frames, chunk-major (padding: anything)
+//	actions [B, T−1] int32          a_t of each chunk
+//	mask    [B, T] float32          1 for real steps, 0 for padding (a prefix mask)
+//	lambda  scalar float32          λ_t (annealed and throttled by the caller)
+//
+// and the loss (Sec. 3.6)
+//
+//	L = L_rec + β·L_commit + λ_t·(−(1/|B|) Σ_b ℓ^s_b / T_b) + α_div·(log K − H(ρ̄))
+//
+// with every term over the valid frames only. The VQ-VAE variables take an Adam step at
+// rate lr, (π, Θ) one at rate hmmLR (two optimizers on disjoint scopes, one gradient
+// pass), then the codebook takes its EMA update (and dead-code revival).
+func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
+	x, actions, mask, lambda := in[0], in[1], in[2], in[3]
+	g := x.Graph()
+	root.Store().SetTraining(g, true)
+	vs, hs := root.At(vqvae.ScopeName), root.At(HMMScope)
+	c := j.vqCfg
+	dt := x.DType()
+	t := j.Terms(root, x, actions, mask)
+	loss := t.Loss(lambda, j.beta, j.alpha)
+
+	// Step 8: one gradient pass, two Adam optimizers on disjoint scopes.
+	var nodes []*Node
+	var counts []int
+	for _, s := range []*model.Scope{vs, hs} {
+		n := 0
+		for v := range s.IterVariables() {
+			if v.Trainable && v.InUseByGraph(g) {
+				nodes = append(nodes, v.NodeValue(g))
+				n++
+			}
+		}
+		counts = append(counts, n)
+	}
+	grads := Gradient(loss, nodes...)
+	adam(j.lr).UpdateGraphWithGradients(vs, grads[:counts[0]], dt)
+	adam(j.hmmLR).UpdateGraphWithGradients(hs, grads[counts[0]:], dt)
+
+	usage := vqvae.Usage(t.Out.Tokens, c.K, t.FlatMask, dt)
+	revived := c.UpdateCodebook(vs, t.Out.Z, t.Out.Tokens, t.FlatMask) // step 2 (EMA), after the losses read the codebook
+	return []*Node{loss, t.Out.Rec, t.Out.Commit, t.NLL, t.Div, vqvae.Perplexity(usage), vqvae.ActiveCodes(usage), revived}
+}
+
+// Terms are the nodes of the joint objective's terms (Sec. 3.6) for one minibatch.
+type Terms struct {
+	Out      vqvae.Outputs // the VQ-VAE pass over the B·T frames (Rec, Commit, Tokens, ...)
+	FlatMask *Node         // [B·T] frame validity
+	LL       *Node         // [B] soft log-likelihood ℓ^s_b of each chunk (Sec. 3.5)
+	NLL      *Node         // −(1/|B|) Σ_b ℓ^s_b / T_b (length-normalised, Sec. 3.6)
+	Div      *Node         // log K − H(ρ̄) over the valid frames
+}
+
+// Loss is L_rec + β·L_commit + λ·NLL + α_div·L_div (lambda is a scalar node).
+func (t Terms) Loss(lambda *Node, beta, alpha float64) *Node {
+	return Add(Add(t.Out.Rec, MulScalar(t.Out.Commit, beta)), Add(Mul(lambda, t.NLL), MulScalar(t.Div, alpha)))
+}
+
+// Terms builds Algorithm 1 steps 1 and 3–6 on the variables under root (/vqvae and
+// /hmm): x [B·T,S,S,1], actions [B,T−1] int32, mask [B,T] (1 = real step, a prefix).
+// Padded frames count in no term. It changes no variable.
+func (j *Joint) Terms(root *model.Scope, x, actions, mask *Node) Terms {
+	g := x.Graph()
+	vs, hs := root.At(vqvae.ScopeName), root.At(HMMScope)
+	c := j.vqCfg
+	dt := x.DType()
+	B, T := mask.Shape().Dimensions[0], mask.Shape().Dimensions[1]
+	var t Terms
+	t.FlatMask = Reshape(mask, B*T)                                                    // [B·T]
+	t.Out = c.Forward(vs, x, t.FlatMask)                                               // steps 1, 3, 4
+	logRho := Reshape(t.Out.LogRho, B, T, c.K)                                         // [B, T, K]
+	logEmit := j.Layout.StateLogEmissions(logRho)                                      // [B, T, N]: log ρ_t(ω(j)), sink −Inf (Sec. 3.5)
+	pi := hs.GetVariable("pi").NodeValue(g)                                            // [N]
+	theta := hs.GetVariable("theta").NodeValue(g)                                      // [A, N, N]
+	t.LL = ConvertDType(hmmgraph.LogLikelihood(pi, theta, logEmit, actions, mask), dt) // [B] (step 5)
+	lengths := MaxScalar(ReduceSum(mask, 1), 1)                                        // [B] T_b
+	t.NLL = Neg(ReduceAllMean(Div(t.LL, lengths)))                                     // step 6
+	t.Div = vqvae.DiversityPenalty(t.Out.LogRho, t.FlatMask)
+	return t
+}
+
+// Chunk is one minibatch of the joint phase: B chunks of T steps.
+type Chunk struct {
+	Images  []float32 // B·T·S² pixels in [0,1], chunk-major; padded frames may hold anything
+	Actions []int32   // B·(T−1)
+	Mask    []float32 // B·T, a prefix of ones per chunk
+	B, T    int
+}
+
+// Step runs one joint step with weight lambda.
+func (j *Joint) Step(ch Chunk, lambda float64) (StepMetrics, error) {
+	s := j.VQ.Config().Side
+	if len(ch.Images) != ch.B*ch.T*s*s || len(ch.Actions) != ch.B*(ch.T-1) || len(ch.Mask) != ch.B*ch.T {
+		return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk sizes %d/%d/%d do not match B=%d, T=%d, side %d",
+			len(ch.Images), len(ch.Actions), len(ch.Mask), ch.B, ch.T, s)
+	}
+	for i, a := range ch.Actions {
+		if a < 0 || int(a) >= j.A {
+			return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk %d step %d: action %d outside [0,%d)", i/(ch.T-1), i%(ch.T-1), a, j.A)
+		}
+	}
+	if j.exec == nil {
+		var err error
+		if j.exec, err = model.NewExec(j.VQ.Backend(), j.VQ.Store(), j.graph); err != nil {
+			return StepMetrics{}, err
+		}
+	}
+	var out []*tensors.Tensor
+	err := catch("pipeline: joint step", func() (err error) {
+		out, err = j.exec.Call(
+			tensors.FromFlatDataAndDimensions(ch.Images, ch.B*ch.T, s, s, 1),
+			tensors.FromFlatDataAndDimensions(ch.Actions, ch.B, ch.T-1),
+			tensors.FromFlatDataAndDimensions(ch.Mask, ch.B, ch.T),
+			tensors.FromValue(float32(lambda)))
+		return err
+	})
+	if err != nil {
+		return StepMetrics{}, err
+	}
+	v := make([]float64, len(out))
+	for i, t := range out {
+		v[i] = float64(t.Value().(float32))
+		_ = t.FinalizeAll()
+	}
+	return StepMetrics{Loss: v[0], Rec: v[1], Commit: v[2], NLLPerStep: v[3], Div: v[4],
+		Perplexity: v[5], Active: int(v[6]), Revived: int(v[7])}, nil
+}
+
+// Snapshot is a copy of variable values by path.
+type Snapshot map[string][]byte
+
+// snapshot copies every variable whose path starts with prefix.
+func snapshot(st *model.Store, prefix string) (Snapshot, error) {
+	s := Snapshot{}
+	for v := range st.IterVariables() {
+		if !strings.HasPrefix(v.Path(), prefix) {
+			continue
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, err
+		}
+		if err := t.ConstBytes(func(b []byte) { s[v.Path()] = slices.Clone(b) }); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// restoreSnapshot writes the snapshot's values back (variables created since are kept).
+func restoreSnapshot(st *model.Store, s Snapshot) error {
+	for path, b := range s {
+		v := st.GetVariable(path)
+		if v == nil {
+			return fmt.Errorf("pipeline: snapshot variable %s missing", path)
+		}
+		sh := v.Shape()
+		if int(sh.ByteSize()) != len(b) {
+			return fmt.Errorf("pipeline: snapshot variable %s: %d bytes for %s", path, len(b), sh)
+		}
+		t := tensors.FromShape(sh)
+		if err := t.MutableBytes(func(dst []byte) { copy(dst, b) }); err != nil {
+			return err
+		}
+		if err := v.SetValue(t); err != nil {
+			return fmt.Errorf("pipeline: snapshot variable %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// compact builds a VQ-VAE with the codes keep of src (in that order: token i is code
+// keep[i]): every network parameter is copied, the codebook and its EMA statistics are
+// restricted to the kept rows; optimizer state is not copied (phase 2 starts its own).
+func compact(src *vqvae.Model, keep []int, seed uint64) (*vqvae.Model, error) {
+	cfg := src.Config()
+	cfg.K = len(keep)
+	dst, err := vqvae.New(src.Backend(), cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "/" + vqvae.ScopeName + "/"
+	for v := range dst.Store().IterVariables() {
+		p := v.Path()
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		old := src.Store().GetVariable(p)
+		if old == nil {
+			return nil, fmt.Errorf("pipeline: compact: variable %s missing in the warm-up model", p)
+		}
+		t, err := old.Value()
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(p, prefix+"codebook/") {
+			t, err = selectRows(t, keep)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: compact: %s: %w", p, err)
+			}
+		}
+		if err := v.SetValue(t); err != nil {
+			return nil, fmt.Errorf("pipeline: compact: %s: %w", p, err)
+		}
+	}
+	return dst, nil
+}
+
+// selectRows returns rows keep of a float32 tensor [K, ...].
+func selectRows(t *tensors.Tensor, keep []int) (*tensors.Tensor, error) {
+	if t.Shape().DType != dtypes.Float32 {
+		return nil, fmt.Errorf("dtype %s, want float32", t.Shape().DType)
+	}
+	dims := slices.Clone(t.Shape().Dimensions)
+	row := 1
+	for _, d := range dims[1:] {
+		row *= d
+	}
+	vals, err := tensors.CopyFlatData[float32](t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, 0, len(keep)*row)
+	for _, k := range keep {
+		out = append(out, vals[k*row:(k+1)*row]...)
+	}
+	dims[0] = len(keep)
+	return tensors.FromFlatDataAndDimensions(out, dims...), nil
+}
+
+// gradOptimizer is the part of GoMLX's Adam that takes precomputed gradients.
+type gradOptimizer interface {
+	UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType)
+}
+
+// adam returns an Adam optimizer with learning rate lr (variables of the scope it is
+// applied to; its state lives under that scope's /AdamOptimizer).
+func adam(lr float64) gradOptimizer {
+	return optimizer.Adam().LearningRate(lr).Done().(gradOptimizer)
+}
+
+// catch runs fn, turning a panic into an error.
+func catch(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %v", what, r)
+		}
+	}()
+	return fn()
+}
+
+func toF32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		if math.IsInf(v, -1) {
+			out[i] = float32(math.Inf(-1))
+			continue
+		}
+		out[i] = float32(v)
+	}
+	return out
+}
+
+func toF64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}

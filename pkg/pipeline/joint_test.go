@@ -1,0 +1,326 @@
+package pipeline
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+func testBackend(t testing.TB) *hmmgraphBackend {
+	t.Helper()
+	b, err := hmmgraph.NewGoBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hmmgraphBackend{b}
+}
+
+// randomChunk returns B chunks of T random images and actions; chunk b has lengths[b]
+// real steps (the rest is padding filled with garbage).
+func randomChunk(rng *rand.Rand, side int, lengths []int, T, A int) Chunk {
+	B := len(lengths)
+	ch := Chunk{B: B, T: T, Images: make([]float32, B*T*side*side), Actions: make([]int32, B*(T-1)), Mask: make([]float32, B*T)}
+	for i := range ch.Images {
+		ch.Images[i] = rng.Float32()
+	}
+	for b, l := range lengths {
+		for t := range T {
+			if t < l {
+				ch.Mask[b*T+t] = 1
+			}
+			if t < T-1 {
+				ch.Actions[b*(T-1)+t] = int32(rng.IntN(A))
+			}
+		}
+	}
+	return ch
+}
+
+// TestJointHardConsistency: with a near-zero temperature ρ_t is one-hot on the hard
+// token, and the joint graph's ℓ^s of every (padded) chunk equals pkg/chmm's hard
+// forward pass on the tokens the same graph emits (paper Sec. 3.5, consistency).
+func TestJointHardConsistency(t *testing.T) {
+	be := testBackend(t)
+	vc := vqvae.DefaultConfig(3)
+	vc.Arch, vc.D, vc.Tau, vc.Init = vqvae.ArchMLP, 8, 1e-9, vqvae.InitUniform
+	vq, err := vqvae.New(be.Backend, vc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	hmm := chmm.New([]int{2, 3, 2}, 4, rng)
+	j, err := NewJoint(vq, hmm, 0.25, 0.1, 3e-4, 3e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths := []int{12, 8, 2}
+	ch := randomChunk(rng, vc.Side, lengths, 12, 4)
+	exec, err := model.NewExec(be.Backend, vq.Store(), func(root *model.Scope, x, a, m *Node) (*Node, *Node, *Node) {
+		root.Store().SetTraining(x.Graph(), true)
+		tm := j.Terms(root, x, a, m)
+		return tm.LL, tm.Out.Tokens, tm.NLL
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Call(tensors.FromFlatDataAndDimensions(ch.Images, ch.B*ch.T, vc.Side, vc.Side, 1),
+		tensors.FromFlatDataAndDimensions(ch.Actions, ch.B, ch.T-1), tensors.FromFlatDataAndDimensions(ch.Mask, ch.B, ch.T))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := tensors.MustCopyFlatData[float32](out[0])
+	tok := tensors.MustCopyFlatData[int32](out[1])
+	nll := float64(out[2].Value().(float32))
+	ref, err := j.HMM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[int32]bool{}
+	wantNLL := 0.0
+	for b, l := range lengths {
+		seq := chmm.Sequence{}
+		for s := range l {
+			seq.Obs = append(seq.Obs, int(tok[b*ch.T+s]))
+			distinct[tok[b*ch.T+s]] = true
+			if s < l-1 {
+				seq.Actions = append(seq.Actions, int(ch.Actions[b*(ch.T-1)+s]))
+			}
+		}
+		want, err := chmm.LogLikelihood(ref, []chmm.Sequence{seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNLL -= want / float64(l) / float64(len(lengths))
+		if d := math.Abs(float64(ll[b]) - want); d > 1e-4*math.Max(1, math.Abs(want)) {
+			t.Errorf("chunk %d (length %d): soft ℓ = %.6f, hard ℓ = %.6f", b, l, ll[b], want)
+		}
+	}
+	if len(distinct) < 2 {
+		t.Errorf("only %d distinct tokens: the test does not exercise the emissions", len(distinct))
+	}
+	if d := math.Abs(nll - wantNLL); d > 1e-4*math.Max(1, math.Abs(wantNLL)) {
+		t.Errorf("length-normalised NLL %.6f, want %.6f", nll, wantNLL)
+	}
+}
+
+// TestJointGradientFiniteDifferences checks the gradient of the joint loss with respect
+// to encoder weights against central differences, in float64, on a tiny conv config.
+// The reconstruction term is left out: its encoder gradient is the straight-through
+// estimate (the loss value depends on the code, not on z), which finite differences
+// cannot see. Every other term — β·commit, λ·NLL (through log ρ and the While-loop
+// forward–backward surrogate) and α·div — has a true gradient.
+func TestJointGradientFiniteDifferences(t *testing.T) {
+	be := testBackend(t)
+	vc := vqvae.DefaultConfig(3)
+	vc.D, vc.F, vc.Tau = 4, 2, 0.5
+	store := model.NewStore()
+	root := store.RootScope()
+	if err := vc.InitVariables(root.At(vqvae.ScopeName), 5, dtypes.Float64); err != nil {
+		t.Fatal(err)
+	}
+	// Codebook rows near the latents' scale so that ρ is neither uniform nor one-hot.
+	rng := rand.New(rand.NewPCG(7, 8))
+	e, _, _ := vqvae.CodebookVars(root.At(vqvae.ScopeName))
+	cb := make([]float64, vc.K*vc.D)
+	for i := range cb {
+		cb[i] = rng.NormFloat64() * 0.3
+	}
+	if err := e.SetValue(tensors.FromFlatDataAndDimensions(cb, vc.K, vc.D)); err != nil {
+		t.Fatal(err)
+	}
+	hmm := chmm.New([]int{2, 2, 2}, 4, rng)
+	n := hmm.N()
+	hs := root.At(HMMScope)
+	if _, err := hs.CreateVariable("pi", tensors.FromFlatDataAndDimensions(hmm.PiLogits, n)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.CreateVariable("theta", tensors.FromFlatDataAndDimensions(hmm.ThetaLogits, 4, n, n)); err != nil {
+		t.Fatal(err)
+	}
+	j := &Joint{Layout: hmmgraph.Layout{Clones: hmm.Clones}, A: 4, vqCfg: vc}
+	ch := randomChunk(rng, vc.Side, []int{6, 4}, 6, 4)
+	x64 := make([]float64, len(ch.Images))
+	for i, v := range ch.Images {
+		x64[i] = float64(v)
+	}
+	m64 := make([]float64, len(ch.Mask))
+	for i, v := range ch.Mask {
+		m64[i] = float64(v)
+	}
+	// The first encoder weight variable.
+	var w *model.Variable
+	for v := range store.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/vqvae/encoder") && v.Trainable && strings.HasSuffix(v.Path(), "/w") {
+			w = v
+			break
+		}
+	}
+	if w == nil {
+		t.Fatal("no encoder weight variable")
+	}
+	const beta, lambda, alpha = 0.25, 1.0, 0.1
+	exec, err := model.NewExec(be.Backend, store, func(root *model.Scope, x, a, m *Node) (*Node, *Node) {
+		g := x.Graph()
+		root.Store().SetTraining(g, true)
+		tm := j.Terms(root, x, a, m)
+		loss := Add(MulScalar(tm.Out.Commit, beta), Add(MulScalar(tm.NLL, lambda), MulScalar(tm.Div, alpha)))
+		return loss, Gradient(loss, w.NodeValue(g))[0]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []any{tensors.FromFlatDataAndDimensions(x64, ch.B*ch.T, vc.Side, vc.Side, 1),
+		tensors.FromFlatDataAndDimensions(ch.Actions, ch.B, ch.T-1), tensors.FromFlatDataAndDimensions(m64, ch.B, ch.T)}
+	eval := func() (float64, []float64) {
+		out, err := exec.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Value().(float64), tensors.MustCopyFlatData[float64](out[1])
+	}
+	_, grad := eval()
+	w0 := tensors.MustCopyFlatData[float64](w.MustValue())
+	dims := slices.Clone(w.Shape().Dimensions)
+	set := func(vals []float64) {
+		if err := w.SetValue(tensors.FromFlatDataAndDimensions(vals, dims...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The entries with the largest gradients, plus a few at random.
+	order := make([]int, len(grad))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return -cmpAbs(grad[a], grad[b]) })
+	picks := append(order[:4:4], rng.IntN(len(grad)), rng.IntN(len(grad)))
+	const h = 1e-5
+	for _, i := range picks {
+		p := slices.Clone(w0)
+		p[i] += h
+		set(p)
+		lp, _ := eval()
+		p[i] -= 2 * h
+		set(p)
+		lm, _ := eval()
+		fd := (lp - lm) / (2 * h)
+		if d := math.Abs(fd - grad[i]); d > 1e-5+1e-4*math.Abs(fd) {
+			t.Errorf("∂L/∂w[%d]: autodiff %.8g, finite differences %.8g", i, grad[i], fd)
+		}
+	}
+	set(w0)
+	if math.Abs(grad[order[0]]) < 1e-8 {
+		t.Errorf("largest gradient entry %g: test does not exercise the encoder", grad[order[0]])
+	}
+}
+
+func cmpAbs(a, b float64) int {
+	switch a, b := math.Abs(a), math.Abs(b); {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// TestCompactRelabels: the compacted model emits, for every image, the position in keep
+// of the code the original model emits (argmin over a subset containing the winner).
+func TestCompactRelabels(t *testing.T) {
+	be := testBackend(t)
+	vc := vqvae.DefaultConfig(6)
+	vc.Arch, vc.D = vqvae.ArchMLP, 8
+	src, err := vqvae.New(be.Backend, vc, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	imgs := make([]float32, 300*vc.Pixels())
+	for i := range imgs {
+		imgs[i] = rng.Float32() * rng.Float32()
+	}
+	if err := src.InitFromData(imgs); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := src.Encode(imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []int
+	for k := vc.K - 1; k >= 0; k-- { // reversed: relabelling is not the identity
+		if slices.Contains(tok, k) {
+			keep = append(keep, k)
+		}
+	}
+	if len(keep) < 2 {
+		t.Fatalf("only %d codes used", len(keep))
+	}
+	dst, err := compact(src, keep, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst.Config().K != len(keep) {
+		t.Fatalf("compacted K = %d, want %d", dst.Config().K, len(keep))
+	}
+	got, _, err := dst.Encode(imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tok {
+		if want := slices.Index(keep, tok[i]); got[i] != want {
+			t.Fatalf("image %d: compacted token %d, want %d (code %d)", i, got[i], want, tok[i])
+		}
+	}
+}
+
+type hmmgraphBackend struct{ Backend compute.Backend }
+
+// TestSoftViterbiOneHotIsHard: with one-hot ρ (log 1 = 0 on the token, −Inf elsewhere)
+// the soft decoder returns chmm.Viterbi's path and score.
+func TestSoftViterbiOneHotIsHard(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	m := chmm.New([]int{3, 2, 4}, 4, rng)
+	for i := range m.ThetaLogits { // sharpen so that paths are not all ties
+		m.ThetaLogits[i] += 2 * rng.NormFloat64()
+	}
+	T := 200
+	seq := chmm.Sequence{}
+	logRho := make([][]float32, T)
+	for t := range T {
+		o := rng.IntN(3)
+		seq.Obs = append(seq.Obs, o)
+		logRho[t] = []float32{float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))}
+		logRho[t][o] = 0
+		if t < T-1 {
+			seq.Actions = append(seq.Actions, rng.IntN(4))
+		}
+	}
+	want, wantLP, err := chmm.Viterbi(m, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotLP, err := SoftViterbi(m, logRho, seq.Actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("soft path differs from the hard path")
+	}
+	if math.Abs(gotLP-wantLP) > 1e-9*math.Abs(wantLP) {
+		t.Errorf("score %.12g, want %.12g", gotLP, wantLP)
+	}
+	if _, _, err := SoftViterbi(m, logRho, seq.Actions[:10]); err == nil {
+		t.Error("wrong action count accepted")
+	}
+}

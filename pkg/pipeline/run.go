@@ -1,0 +1,892 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gomlx/compute"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// Files of a run directory.
+const (
+	ConfigFile  = "config.json"   // the run's Config
+	StateFile   = "state.gob"     // phase, joint cursor, history: the commit record of every checkpoint
+	HistoryFile = "history.jsonl" // one Record per line (derived from the state at each commit)
+	WarmupFile  = "warmup.ckpt"   // VQ-VAE checkpoint of phase 1 (vqvae format)
+	VQVAEFile   = "vqvae.ckpt"    // final VQ-VAE (compacted codebook; its store also holds /hmm)
+	CHMMFile    = "chmm.model"    // final cloned HMM (chmm format)
+	ReportFile  = "report.json"   // evaluation on the held-out episode
+)
+
+// Phases in order.
+const (
+	PhaseWarmup = "warmup"
+	PhaseJoint  = "joint"
+	PhaseFinal  = "final"
+	PhaseEval   = "evaluate"
+	PhaseDone   = "done"
+)
+
+// ErrStopped is returned when Config.StopAfterJoint ends a run early; running again resumes it.
+var ErrStopped = errors.New("pipeline: run stopped early (Config.StopAfterJoint); run again to resume")
+
+// Record is one line of the loss history. Warm-up rows carry rec, commit and perplexity;
+// joint rows every term; final rows the hard-token NLL per step.
+type Record struct {
+	Step       int     `json:"step"` // 1-based within the phase
+	Phase      string  `json:"phase"`
+	Rec        float64 `json:"rec"`
+	Commit     float64 `json:"commit"`
+	NLLPerStep float64 `json:"nll_per_step"`
+	Div        float64 `json:"div"`
+	Lambda     float64 `json:"lambda"`
+	Perplexity float64 `json:"perplexity"`
+	Seconds    float64 `json:"seconds"` // since the phase started (summed over resumed calls)
+	Event      string  `json:"event,omitempty"`
+}
+
+// runState is the commit record of a run directory.
+type runState struct {
+	Phase   string
+	Seconds map[string]float64
+	History []Record
+
+	Codes      []int     // warm-up codes kept by compaction (token i = code Codes[i])
+	Share      []float64 // share of the training frames of each kept token after warm-up
+	Clones     []int
+	Checkpoint string // current joint checkpoint (file in the run directory)
+
+	JointIter   int
+	LambdaScale float64
+	Smoothed    float64 // exponential moving average (0.9) of the batch perplexity
+	BestPPL     float64
+	BestIter    int
+	Best        Snapshot // perception (/vqvae/...) at BestPPL
+	Rollbacks   int
+
+	Extra map[string]float64
+}
+
+// Result is a finished run loaded from its directory.
+type Result struct {
+	Config Config
+	VQVAE  *vqvae.Model // frozen encoder with the compacted codebook (K' codes)
+	HMM    *chmm.Model  // over the K' compacted tokens
+	Codes  []int        // token i is code Codes[i] of the warm-up codebook
+	Report *evaluate.Report
+	// History is the loss history of every phase.
+	History []Record
+}
+
+// data holds the training and evaluation data of a run, all derived from the seed.
+type data struct {
+	env        *gridworld.Env
+	train      *dataset.Bank
+	episodes   []gridworld.Episode
+	frames     [][]int // frames[e][t]: index into train of the image at step t of episode e
+	allFrames  []int   // concatenated frames
+	allPlaces  []int
+	side       int
+	trainTotal int
+}
+
+func loadData(cfg Config) (*data, error) {
+	env, err := gridworld.Named(cfg.Env)
+	if err != nil {
+		return nil, err
+	}
+	set, err := dataset.Load(cfg.Dataset, dataset.Train)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	if err := bank.Check(env.ClassesUsed()); err != nil {
+		return nil, err
+	}
+	d := &data{env: env, train: bank, side: bank.Rows()}
+	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)
+	imgRNG := rand.New(rand.NewPCG(cfg.Seed, 0x7a1))
+	for _, ep := range d.episodes {
+		idx := bank.Frames(imgRNG, ep.Obs)
+		d.frames = append(d.frames, idx)
+		d.allFrames = append(d.allFrames, idx...)
+		d.allPlaces = append(d.allPlaces, ep.Places...)
+	}
+	return d, nil
+}
+
+// Run trains, resumes or loads the run in dir with cfg and returns its evaluation:
+//
+//   - a new directory gets config.json and runs all phases;
+//   - an interrupted run (context cancelled, process killed, Config.StopAfterJoint)
+//     continues from its last checkpoint: the warm-up from its last saved step, the
+//     joint phase from its last commit (every Config.CheckpointEvery iterations), the
+//     finalisation and the evaluation from their start;
+//   - a finished run is loaded, not retrained.
+//
+// A directory whose config.json differs from cfg (StopAfterJoint aside) is refused.
+// Progress lines with ETA go to progress when it is not nil.
+func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*evaluate.Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if err := checkOrWriteConfig(dir, cfg); err != nil {
+		return nil, err
+	}
+	st, err := readState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st.Phase == PhaseDone {
+		return evaluate.ReadJSON(filepath.Join(dir, ReportFile))
+	}
+	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut}
+	if r.backend, err = hmmgraph.NewGoBackend(); err != nil {
+		return nil, err
+	}
+	if r.d, err = loadData(cfg); err != nil {
+		return nil, err
+	}
+	for _, step := range []struct {
+		phase string
+		fn    func() error
+	}{
+		{PhaseWarmup, r.warmup}, {PhaseJoint, r.jointPhase}, {PhaseFinal, r.final}, {PhaseEval, r.evaluate},
+	} {
+		if r.st.Phase != step.phase {
+			continue
+		}
+		if err := step.fn(); err != nil {
+			return nil, err
+		}
+	}
+	return r.report, nil
+}
+
+type runner struct {
+	ctx     context.Context
+	dir     string
+	cfg     Config
+	st      *runState
+	out     io.Writer
+	backend compute.Backend
+	d       *data
+
+	vq     *vqvae.Model
+	joint  *Joint
+	hmm    *chmm.Model
+	report *evaluate.Report
+}
+
+func (r *runner) path(name string) string { return filepath.Join(r.dir, name) }
+
+// commit writes the state (the commit record) and the derived history file.
+func (r *runner) commit() error {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(r.st); err != nil {
+		return fmt.Errorf("pipeline: state: %w", err)
+	}
+	if err := writeAtomic(r.path(StateFile), buf.Bytes()); err != nil {
+		return err
+	}
+	var h bytes.Buffer
+	w := bufio.NewWriter(&h)
+	enc := json.NewEncoder(w)
+	for _, rec := range r.st.History {
+		if err := enc.Encode(finiteRecord(rec)); err != nil {
+			return fmt.Errorf("pipeline: history: %w", err)
+		}
+	}
+	_ = w.Flush()
+	return writeAtomic(r.path(HistoryFile), h.Bytes())
+}
+
+// finiteRecord replaces non-finite values (JSON has none) by -1.
+func finiteRecord(r Record) Record {
+	for _, p := range []*float64{&r.Rec, &r.Commit, &r.NLLPerStep, &r.Div, &r.Lambda, &r.Perplexity, &r.Seconds} {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+			*p = -1
+		}
+	}
+	return r
+}
+
+func (r *runner) addSeconds(phase string, start time.Time) {
+	r.st.Seconds[phase] += time.Since(start).Seconds()
+}
+
+// ---- Phase 1: warm-up and token compaction ----
+
+func (r *runner) warmup() error {
+	cfg := r.cfg
+	start := time.Now()
+	var m *vqvae.Model
+	var err error
+	if _, e := os.Stat(r.path(WarmupFile)); e == nil {
+		if m, err = vqvae.Load(r.backend, r.path(WarmupFile)); err != nil {
+			return err
+		}
+	} else if m, err = vqvae.New(r.backend, cfg.VQVAEConfig(cfg.K), cfg.Seed); err != nil {
+		return err
+	}
+	frames := vqvae.BankFrames{Bank: r.d.train, Index: r.d.allFrames}
+	total := cfg.WarmupEpochs * (frames.Len() / cfg.WarmupBatch)
+	if total == 0 && !m.Initialised() {
+		n := min(frames.Len(), 1024)
+		if err := m.InitFromData(r.d.train.Floats(r.d.allFrames[:n], nil)); err != nil {
+			return err
+		}
+	}
+	var bar *progress.Bar
+	if r.out != nil && m.Steps() < total {
+		bar = progress.New(r.out, "warm-up", total).Every(2 * time.Second)
+	}
+	wcfg := vqvae.WarmupConfig{Epochs: cfg.WarmupEpochs, Batch: cfg.WarmupBatch, LR: cfg.WarmupLR,
+		Checkpoint: r.path(WarmupFile), MaxSteps: 25}
+	for m.Steps() < total {
+		if err := r.ctx.Err(); err != nil {
+			r.addSeconds(PhaseWarmup, start)
+			return err
+		}
+		if err := vqvae.Warmup(m, frames, wcfg, nil); err != nil {
+			return err
+		}
+		h := m.History()
+		last := h[len(h)-1]
+		bar.Update(m.Steps(), "rec %.4f commit %.4f ppl %.2f", last.Rec, last.Commit, last.Perplexity)
+	}
+	if bar != nil {
+		bar.Done("")
+	}
+	r.addSeconds(PhaseWarmup, start)
+	sec := r.st.Seconds[PhaseWarmup]
+	h := m.History()
+	for i, s := range h {
+		r.st.History = append(r.st.History, Record{Step: i + 1, Phase: PhaseWarmup, Rec: s.Rec, Commit: s.Commit,
+			Perplexity: s.Perplexity, Seconds: sec * float64(i+1) / float64(len(h))})
+	}
+
+	// Token compaction (Sec. 3.8): keep the codes the encoder emits on the training frames.
+	start = time.Now()
+	if cfg.Recenter {
+		n := min(len(r.d.allFrames), max(cfg.RecenterFrames, cfg.K))
+		sample := rand.New(rand.NewPCG(cfg.Seed, 0x5ce7)).Perm(len(r.d.allFrames))[:n]
+		idx := make([]int, n)
+		for i, s := range sample {
+			idx[i] = r.d.allFrames[s]
+		}
+		if err := m.InitCodebook(r.d.train.Floats(idx, nil)); err != nil {
+			return err
+		}
+	}
+	tokens, err := r.encodeAll(m)
+	if err != nil {
+		return err
+	}
+	counts := make([]int, cfg.K)
+	for _, t := range tokens {
+		counts[t]++
+	}
+	var keep []int
+	for k, c := range counts {
+		if c > 0 {
+			keep = append(keep, k)
+		}
+	}
+	if len(keep) < 2 {
+		return fmt.Errorf("pipeline: after warm-up the encoder emits %d code(s) on %d training frames: the codebook collapsed", len(keep), len(tokens))
+	}
+	relabel := make([]int, cfg.K)
+	for i, k := range keep {
+		relabel[k] = i
+	}
+	share := make([]float64, len(keep))
+	for i, k := range keep {
+		share[i] = float64(counts[k]) / float64(len(tokens))
+	}
+	for i := range tokens {
+		tokens[i] = relabel[tokens[i]]
+	}
+	r.diagnose("warmup", tokens)
+	r.st.Extra["active_codes_warmup"] = float64(len(keep))
+	r.st.Codes, r.st.Share = keep, share
+	r.st.Clones = cloneBudget(cfg, share)
+	vq, err := compact(m, keep, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
+	if r.joint, err = NewJoint(vq, hmm, cfg.Beta, cfg.AlphaDiv, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
+		return err
+	}
+	r.st.LambdaScale = 1
+	if err := r.saveJoint(); err != nil {
+		return err
+	}
+	r.addSeconds("compact", start)
+	r.st.Phase = PhaseJoint
+	return r.commit()
+}
+
+// cloneBudget returns the clone counts of the compacted tokens (no labels involved).
+func cloneBudget(cfg Config, share []float64) []int {
+	c := make([]int, len(share))
+	for i := range c {
+		c[i] = cfg.Clones
+		if cfg.Budget == BudgetShare {
+			c[i] = max(1, int(math.Round(share[i]*float64(cfg.Clones*len(share)))))
+		}
+	}
+	return c
+}
+
+// encodeAll returns the hard token of every training frame, in blocks (memory stays small).
+func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) {
+	const block = 4096
+	var out []int
+	var buf []float32
+	for s := 0; s < len(r.d.allFrames); s += block {
+		buf = r.d.train.Floats(r.d.allFrames[s:min(s+block, len(r.d.allFrames))], buf)
+		t, _, err := m.Encode(buf)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t...)
+	}
+	return out, nil
+}
+
+// saveJoint writes the joint model to a new checkpoint file and points the state at it
+// (the caller commits; the previous file is removed after the commit by pruneJoint).
+func (r *runner) saveJoint() error {
+	name := fmt.Sprintf("joint-%06d.ckpt", r.st.JointIter)
+	if err := r.joint.VQ.Save(r.path(name)); err != nil {
+		return err
+	}
+	r.st.Checkpoint = name
+	return nil
+}
+
+// pruneJoint removes joint checkpoints other than the current one.
+func (r *runner) pruneJoint() {
+	old, _ := filepath.Glob(r.path("joint-*.ckpt"))
+	for _, f := range old {
+		if filepath.Base(f) != r.st.Checkpoint {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+func (r *runner) loadJoint() error {
+	if r.joint != nil {
+		return nil
+	}
+	vq, err := vqvae.Load(r.backend, r.path(r.st.Checkpoint))
+	if err != nil {
+		return err
+	}
+	c := r.cfg
+	r.joint, err = AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.AlphaDiv, c.JointLR, c.JointLR*c.HMMLRFactor)
+	return err
+}
+
+// ---- Phase 2: joint training ----
+
+// chunk draws the minibatch of joint iteration it (a function of the seed and it only,
+// so a resumed run sees the same chunks).
+func (r *runner) chunk(it int) Chunk {
+	cfg := r.cfg
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a1_0000+uint64(it)))
+	B, T := cfg.JointBatch, cfg.ChunkLen
+	L := min(T, cfg.Steps)
+	p := r.d.side * r.d.side
+	ch := Chunk{B: B, T: T, Images: make([]float32, B*T*p), Actions: make([]int32, B*(T-1)), Mask: make([]float32, B*T)}
+	for b := range B {
+		e := rng.IntN(len(r.d.episodes))
+		s := rng.IntN(cfg.Steps - L + 1)
+		ep := r.d.episodes[e]
+		r.d.train.Floats(r.d.frames[e][s:s+L], ch.Images[b*T*p:(b*T+L)*p])
+		for t := range L {
+			ch.Mask[b*T+t] = 1
+			if t < L-1 {
+				ch.Actions[b*(T-1)+t] = int32(ep.Actions[s+t])
+			}
+		}
+	}
+	return ch
+}
+
+// lambdaAt is λ_t = λ·min(1, t/T_anneal) (Sec. 3.6) times the throttle factor.
+func (r *runner) lambdaAt(it int) float64 {
+	anneal := math.Max(1, r.cfg.AnnealFrac*float64(r.cfg.JointIters))
+	return r.cfg.Lambda * math.Min(1, float64(it+1)/anneal) * r.st.LambdaScale
+}
+
+// monitorWarmup is the number of joint iterations before the collapse monitor acts.
+const monitorWarmup = 10
+
+func (r *runner) jointPhase() error {
+	cfg := r.cfg
+	if err := r.loadJoint(); err != nil {
+		return err
+	}
+	start := time.Now()
+	base := r.st.Seconds[PhaseJoint]
+	var bar *progress.Bar
+	if r.out != nil && r.st.JointIter < cfg.JointIters {
+		bar = progress.New(r.out, "joint", cfg.JointIters).Every(2 * time.Second)
+	}
+	doneHere := 0
+	for r.st.JointIter < cfg.JointIters {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if cfg.StopAfterJoint > 0 && doneHere == cfg.StopAfterJoint {
+			return ErrStopped
+		}
+		it := r.st.JointIter
+		lambda := r.lambdaAt(it)
+		met, err := r.joint.Step(r.chunk(it), lambda)
+		if err != nil {
+			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
+		}
+		r.st.JointIter++
+		doneHere++
+		rec := Record{Step: it + 1, Phase: PhaseJoint, Rec: met.Rec, Commit: met.Commit, NLLPerStep: met.NLLPerStep,
+			Div: met.Div, Lambda: lambda, Perplexity: met.Perplexity, Seconds: base + time.Since(start).Seconds()}
+		if ev, err := r.monitor(met.Perplexity); err != nil {
+			return err
+		} else if ev != "" {
+			rec.Event = ev
+		}
+		r.st.History = append(r.st.History, rec)
+		bar.Update(r.st.JointIter, "rec %.4f nll/T %.3f div %.3f λ %.2f ppl %.2f", met.Rec, met.NLLPerStep, met.Div, lambda, met.Perplexity)
+		if r.st.JointIter%cfg.CheckpointEvery == 0 || r.st.JointIter == cfg.JointIters {
+			r.st.Seconds[PhaseJoint] = base + time.Since(start).Seconds()
+			if r.st.JointIter == cfg.JointIters {
+				if err := r.finishJoint(); err != nil {
+					return err
+				}
+			}
+			if err := r.saveJoint(); err != nil {
+				return err
+			}
+			if err := r.commit(); err != nil {
+				return err
+			}
+			r.pruneJoint()
+		}
+	}
+	if bar != nil {
+		bar.Done("")
+	}
+	if cfg.JointIters == 0 {
+		r.st.Phase = PhaseFinal
+		return r.commit()
+	}
+	return nil
+}
+
+// monitor tracks the smoothed codebook perplexity (Sec. 3.6 anti-collapse): it keeps a
+// snapshot of the perception at the best smoothed value, and when the smoothed value
+// falls below CollapseFrac of the best it restores the perception only — the encoder,
+// decoder, codebook and their Adam state — keeping (π, Θ) and their Adam state (the
+// reference restored the HMM too and so discarded the joint phase's HMM progress), and
+// multiplies λ by ThrottleFactor. It returns a description of what it did, if anything.
+func (r *runner) monitor(ppl float64) (string, error) {
+	st := r.st
+	if st.JointIter == 1 || st.Smoothed == 0 {
+		st.Smoothed = ppl
+	} else {
+		st.Smoothed = 0.9*st.Smoothed + 0.1*ppl
+	}
+	if r.cfg.CollapseFrac == 0 || st.JointIter < monitorWarmup {
+		return "", nil
+	}
+	if st.Smoothed > st.BestPPL {
+		st.BestPPL, st.BestIter = st.Smoothed, st.JointIter
+		snap, err := snapshot(r.joint.VQ.Store(), "/"+vqvae.ScopeName+"/")
+		if err != nil {
+			return "", err
+		}
+		st.Best = snap
+		return "", nil
+	}
+	if st.Smoothed < r.cfg.CollapseFrac*st.BestPPL && st.Best != nil {
+		if err := restoreSnapshot(r.joint.VQ.Store(), st.Best); err != nil {
+			return "", err
+		}
+		st.LambdaScale *= r.cfg.ThrottleFactor
+		st.Rollbacks++
+		ev := fmt.Sprintf("collapse: smoothed perplexity %.3f < %.2f × best %.3f (iteration %d): perception restored, HMM kept, λ scale %.3g",
+			st.Smoothed, r.cfg.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
+		st.Smoothed = st.BestPPL
+		return ev, nil
+	}
+	return "", nil
+}
+
+// finishJoint ends phase 2: the perception of the best snapshot replaces a collapsed
+// final one (the HMM is kept), and H(token | place) on the training frames is recorded.
+func (r *runner) finishJoint() error {
+	st := r.st
+	if r.cfg.CollapseFrac > 0 && st.Best != nil && st.Smoothed < r.cfg.CollapseFrac*st.BestPPL {
+		if err := restoreSnapshot(r.joint.VQ.Store(), st.Best); err != nil {
+			return err
+		}
+		st.Rollbacks++
+	}
+	st.Phase = PhaseFinal
+	return nil
+}
+
+// ---- Phase 3: finalisation ----
+
+func (r *runner) final() error {
+	cfg := r.cfg
+	if err := r.loadJoint(); err != nil {
+		return err
+	}
+	start := time.Now()
+	tokens, err := r.encodeAll(r.joint.VQ)
+	if err != nil {
+		return err
+	}
+	r.diagnose("joint", tokens)
+	hmm, err := r.joint.HMM()
+	if err != nil {
+		return err
+	}
+	if cfg.FinalBudget == BudgetShare {
+		share := make([]float64, hmm.K())
+		for _, x := range tokens {
+			share[x] += 1 / float64(len(tokens))
+		}
+		hmm = chmm.New(cloneBudget(Config{Clones: cfg.FinalClones, Budget: BudgetShare}, share), hmm.NumActions,
+			rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		r.st.Extra["final_num_states"] = float64(hmm.N())
+	}
+	seqs := make([]chmm.Sequence, len(r.d.episodes))
+	off := 0
+	for e, ep := range r.d.episodes {
+		seqs[e] = chmm.Sequence{Obs: tokens[off : off+ep.Len()], Actions: ep.Actions}
+		off += ep.Len()
+	}
+	var bar *progress.Bar
+	if r.out != nil && cfg.FinalIters > 0 {
+		bar = progress.New(r.out, "finalise", cfg.FinalIters).Every(2 * time.Second)
+	}
+	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
+		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0,
+		Progress: func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }}
+	if cfg.FinalIters > 0 {
+		h, err := chmm.TrainGradient(hmm, seqs, gc)
+		if err != nil {
+			return fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if bar != nil {
+			bar.Done("%s", h.Stop)
+		}
+		for i := range h.LogLik {
+			r.st.History = append(r.st.History, Record{Step: i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]})
+		}
+	}
+	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
+	if err := hmm.Save(r.path(CHMMFile)); err != nil {
+		return err
+	}
+	if err := r.joint.VQ.Save(r.path(VQVAEFile)); err != nil {
+		return err
+	}
+	r.hmm = hmm
+	r.addSeconds(PhaseFinal, start)
+	r.st.Phase = PhaseEval
+	return r.commit()
+}
+
+// ---- Evaluation ----
+
+func (r *runner) evaluate() error {
+	cfg := r.cfg
+	start := time.Now()
+	if r.hmm == nil {
+		var err error
+		if r.hmm, err = chmm.Load(r.path(CHMMFile)); err != nil {
+			return err
+		}
+	}
+	vq := (*vqvae.Model)(nil)
+	if r.joint != nil {
+		vq = r.joint.VQ
+	} else {
+		var err error
+		if vq, err = vqvae.Load(r.backend, r.path(VQVAEFile)); err != nil {
+			return err
+		}
+	}
+	rep, err := Evaluate(vq, r.hmm, r.d.env, cfg)
+	if err != nil {
+		return err
+	}
+	r.addSeconds(PhaseEval, start)
+	rep.Trainer = "joint"
+	rep.Seconds = map[string]float64{}
+	total := 0.0
+	for k, v := range r.st.Seconds {
+		rep.Seconds[k] = v
+		total += v
+	}
+	rep.Seconds["total"] = total
+	rep.Backend = "go:" + hmmgraph.GoBackendConfig
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	for k, v := range r.st.Extra {
+		rep.Extra[k] = v
+	}
+	rep.Extra["episodes"] = cfg.Episodes
+	rep.Extra["steps"] = cfg.Steps
+	rep.Extra["joint_iters"] = cfg.JointIters
+	rep.Extra["joint_rollbacks"] = r.st.Rollbacks
+	rep.Extra["codes_kept"] = r.st.Codes
+	rep.Extra["clones_joint"] = r.st.Clones
+	rep.Extra["clones"] = r.hmm.Clones
+	if err := rep.WriteJSON(r.path(ReportFile)); err != nil {
+		return err
+	}
+	r.report = rep
+	r.st.Phase = PhaseDone
+	return r.commit()
+}
+
+// Evaluate scores vq + hmm on a held-out episode of cfg.EvalSteps steps of env whose
+// images come from the TEST split (paper Sec. 3.9, spec/evaluation.md): hard tokens of
+// the frozen encoder → chmm.Viterbi → evaluate.Evaluate. The episode and its images
+// are drawn from seeds derived from cfg.Seed, disjoint from the training ones.
+func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) (*evaluate.Report, error) {
+	set, err := dataset.Load(cfg.Dataset, dataset.Test)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	ep := env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
+	idx := bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), ep.Obs)
+	tokens, logRho, err := vq.Encode(bank.Floats(idx, nil))
+	if err != nil {
+		return nil, err
+	}
+	states, _, err := chmm.Viterbi(hmm, chmm.Sequence{Obs: tokens, Actions: ep.Actions})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: Viterbi on the held-out episode: %w", err)
+	}
+	rep, err := evaluate.Evaluate(evaluate.Input{Env: env, Places: ep.Places, States: states, Tokens: tokens,
+		Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	rep.Env, rep.Dataset, rep.Seed = cfg.Env, cfg.Dataset, cfg.Seed
+	// Extra read-out: the same model decoded with soft emissions log ρ (SoftViterbi).
+	if soft, _, err := SoftViterbi(hmm, logRho, ep.Actions); err == nil {
+		if sr, err := evaluate.Evaluate(evaluate.Input{Env: env, Places: ep.Places, States: soft, Tokens: tokens,
+			Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions()); err == nil {
+			if rep.Extra == nil {
+				rep.Extra = map[string]any{}
+			}
+			rep.Extra["soft_decoding"] = map[string]float64{
+				"viterbi_map_precision": sr.ViterbiMap.Precision, "viterbi_map_recall": sr.ViterbiMap.Recall,
+				"viterbi_map_f1": sr.ViterbiMap.F1, "state_place_purity": sr.StatePlacePurity,
+				"clone_purity": sr.ClonePurity, "action_accuracy": sr.ActionAccuracy,
+			}
+		}
+	}
+	return rep, nil
+}
+
+// LoadRun loads a finished run directory.
+func LoadRun(dir string) (*Result, error) {
+	cfg, err := ReadConfig(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	st, err := readState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st.Phase != PhaseDone {
+		return nil, fmt.Errorf("pipeline: %s: run not finished (phase %q); Run resumes it", dir, st.Phase)
+	}
+	backend, err := hmmgraph.NewGoBackend()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, Codes: st.Codes, History: st.History}
+	if res.VQVAE, err = vqvae.Load(backend, filepath.Join(dir, VQVAEFile)); err != nil {
+		return nil, err
+	}
+	if res.HMM, err = chmm.Load(filepath.Join(dir, CHMMFile)); err != nil {
+		return nil, err
+	}
+	if res.Report, err = evaluate.ReadJSON(filepath.Join(dir, ReportFile)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func readState(dir string) (*runState, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return &runState{Phase: PhaseWarmup, Seconds: map[string]float64{}, Extra: map[string]float64{}, LambdaScale: 1}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var st runState
+	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("pipeline: %s: corrupt state: %w", filepath.Join(dir, StateFile), err)
+	}
+	if st.Seconds == nil {
+		st.Seconds = map[string]float64{}
+	}
+	if st.Extra == nil {
+		st.Extra = map[string]float64{}
+	}
+	return &st, nil
+}
+
+// checkOrWriteConfig writes config.json, or checks that an existing one equals cfg.
+func checkOrWriteConfig(dir string, cfg Config) error {
+	path := filepath.Join(dir, ConfigFile)
+	if _, err := os.Stat(path); err == nil {
+		old, err := ReadConfig(path)
+		if err != nil {
+			return err
+		}
+		cmp := cfg
+		cmp.StopAfterJoint = 0
+		if !reflect.DeepEqual(old, cmp) {
+			return fmt.Errorf("pipeline: %s holds a different configuration (%s); use a new directory",
+				path, diffFields(old, cmp))
+		}
+		return nil
+	}
+	raw, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(raw, '\n'))
+}
+
+// diffFields names the JSON fields that differ between a and b.
+func diffFields(a, b Config) string {
+	var ma, mb map[string]any
+	ra, _ := json.Marshal(a)
+	rb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ra, &ma)
+	_ = json.Unmarshal(rb, &mb)
+	var diff []string
+	for k, v := range ma {
+		if !reflect.DeepEqual(v, mb[k]) {
+			diff = append(diff, fmt.Sprintf("%s: %v in the file, %v now", k, v, mb[k]))
+		}
+	}
+	sort.Strings(diff)
+	return fmt.Sprint(diff)
+}
+
+// diagnose records, for the training frames' hard tokens after a phase, H(token | place),
+// H(token | class) and H(class | token) (nats). The true places and classes are used for
+// these measurements only, never for training.
+func (r *runner) diagnose(phase string, tokens []int) {
+	classes := make([]int, len(tokens))
+	for i, g := range r.d.allPlaces {
+		classes[i] = r.d.env.Class[g]
+	}
+	r.st.Extra["train_h_token_given_place_"+phase] = condEntropy(tokens, r.d.allPlaces)
+	r.st.Extra["train_h_token_given_class_"+phase] = condEntropy(tokens, classes)
+	r.st.Extra["train_h_class_given_token_"+phase] = condEntropy(classes, tokens)
+}
+
+// condEntropy is H(token | place) in nats from paired sequences.
+func condEntropy(tokens, places []int) float64 {
+	joint := map[[2]int]float64{}
+	marg := map[int]float64{}
+	for i := range tokens {
+		joint[[2]int{places[i], tokens[i]}]++
+		marg[places[i]]++
+	}
+	n := float64(len(tokens))
+	h := 0.0
+	keys := make([][2]int, 0, len(joint))
+	for k := range joint {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	})
+	for _, k := range keys {
+		c := joint[k]
+		h -= c / n * math.Log(c/marg[k[0]])
+	}
+	return h
+}
+
+// writeAtomic writes data to a temporary file next to path and renames it.
+func writeAtomic(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("pipeline: %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("pipeline: %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("pipeline: %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("pipeline: %s: %w", path, err)
+	}
+	return nil
+}

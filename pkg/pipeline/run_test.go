@@ -1,0 +1,306 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// tinyConfig is a fast aliased configuration (MLP VQ-VAE, short episodes) for the
+// mechanics of a run: phases, checkpoints, resume, the monitor.
+func tinyConfig(t testing.TB) Config {
+	t.Helper()
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
+	cfg.Arch, cfg.D = "mlp", 16
+	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
+	cfg.RecenterFrames = 1000
+	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 16, 64, 2, 5
+	cfg.FinalIters = 100
+	return cfg
+}
+
+func progressOut() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return nil
+}
+
+func TestDefaultConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		env            string
+		k, clones, eps int
+	}{{"aliased", 4, 5, 4}, {"corridors", 7, 5, 4}, {"room", 10, 4, 4}, {"two_rooms", 10, 15, 10}} {
+		cfg, err := DefaultConfig(tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.env, err)
+		}
+		if cfg.K != tc.k || cfg.Clones != tc.clones || cfg.Episodes != tc.eps || cfg.Steps != 10000 || cfg.ChunkLen != 256 || cfg.JointBatch != 4 {
+			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.K, cfg.Clones, cfg.Episodes, cfg.Steps, cfg.ChunkLen, cfg.JointBatch)
+		}
+	}
+	if _, err := DefaultConfig("nowhere"); err == nil {
+		t.Error("unknown environment accepted")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	base, _ := DefaultConfig("aliased")
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"dataset", func(c *Config) { c.Dataset = "cifar" }, "dataset"},
+		{"chunk", func(c *Config) { c.ChunkLen = 1 }, "chunk_len"},
+		{"budget", func(c *Config) { c.Budget = "labels" }, "budget"},
+		{"lambda", func(c *Config) { c.Lambda = -1 }, "lambda"},
+		{"collapse", func(c *Config) { c.CollapseFrac = 1 }, "collapse_frac"},
+		{"k", func(c *Config) { c.K = 1 }, "k=1"},
+		{"arch", func(c *Config) { c.Arch = "resnet" }, "Arch"},
+	} {
+		c := base
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestReadConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ConfigFile)
+	if err := os.WriteFile(p, []byte("{\n  \"env\": \"aliased\",\n  \"colour\": 3\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadConfig(p); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown field: %v", err)
+	}
+	if err := os.WriteFile(p, []byte("{\n  \"env\": \"aliased\",\n  \"k\": 6\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := DefaultConfig("aliased")
+	want.K = 6
+	if got, err := ReadConfig(p); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("partial file: %v, %+v; want the defaults with k=6", err, got)
+	}
+	if err := os.WriteFile(p, []byte("{\n  \"env\": \"aliased\",\n  \"k\": \"four\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadConfig(p); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("type error: %v, want line 3", err)
+	}
+}
+
+func TestCloneBudget(t *testing.T) {
+	cfg := Config{Clones: 5, Budget: BudgetUniform}
+	if got := cloneBudget(cfg, []float64{0.5, 0.3, 0.2}); !slices.Equal(got, []int{5, 5, 5}) {
+		t.Errorf("uniform: %v", got)
+	}
+	cfg.Budget = BudgetShare // 15 clones: 7.5 → 8, 4.5 → 5 (round half away from zero), 0.15 → 1 (floor of 1)
+	if got := cloneBudget(cfg, []float64{0.5, 0.3, 0.19, 0.01}); !slices.Equal(got, []int{10, 6, 4, 1}) {
+		t.Errorf("share: %v, want [10 6 4 1]", got)
+	}
+}
+
+func TestCondEntropy(t *testing.T) {
+	// place 0: tokens a,a,b,b → H = log 2 with weight 1/2; place 1: always c → 0.
+	h := condEntropy([]int{0, 0, 1, 1, 2, 2, 2, 2}, []int{0, 0, 0, 0, 1, 1, 1, 1})
+	if want := 0.5 * 0.6931471805599453; h < want-1e-12 || h > want+1e-12 {
+		t.Errorf("H = %v, want %v", h, want)
+	}
+}
+
+// TestMonitorRollsBackPerceptionOnly drives the collapse monitor with a perplexity
+// trace: after the smoothed perplexity falls below CollapseFrac × best, the perception
+// (/vqvae, with its Adam state) is back at the best snapshot, the HMM logits are those
+// reached by training since (not discarded), and λ is throttled.
+func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
+	be := testBackend(t)
+	vc := vqvae.DefaultConfig(3)
+	vc.Arch, vc.D = vqvae.ArchMLP, 8
+	vq, err := vqvae.New(be.Backend, vc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rng), 0.25, 0.1, 1e-3, 1e-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{cfg: Config{CollapseFrac: 0.75, ThrottleFactor: 0.5}, st: &runState{LambdaScale: 1}, joint: j}
+	step := func(ppl float64) string {
+		r.st.JointIter++
+		ev, err := r.monitor(ppl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	train := func(n int) {
+		for range n {
+			if _, err := j.Step(randomChunk(rng, vc.Side, []int{8, 8}, 8, 4), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range monitorWarmup {
+		train(1)
+		if ev := step(3); ev != "" {
+			t.Fatalf("event at perplexity 3: %s", ev)
+		}
+	}
+	best, err := snapshot(vq.Store(), "/vqvae/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(best, r.st.Best) {
+		t.Fatal("snapshot at the best perplexity does not match the perception then")
+	}
+	var ev string
+	for i := 0; i < 30 && ev == ""; i++ {
+		train(1)
+		ev = step(1)
+	}
+	if ev == "" || !strings.Contains(ev, "collapse") {
+		t.Fatal("no collapse detected after 30 steps at perplexity 1 (best 3)")
+	}
+	hmmBefore, _ := snapshot(vq.Store(), "/hmm/")
+	now, _ := snapshot(vq.Store(), "/vqvae/")
+	if !reflect.DeepEqual(now, best) {
+		t.Error("perception not restored to the best snapshot")
+	}
+	hmmNow, _ := snapshot(vq.Store(), "/hmm/")
+	if !reflect.DeepEqual(hmmNow, hmmBefore) {
+		t.Error("HMM changed by the rollback")
+	}
+	for p := range best {
+		if !strings.HasPrefix(p, "/vqvae/") {
+			t.Errorf("perception snapshot holds %s", p)
+		}
+	}
+	if r.st.LambdaScale != 0.5 || r.st.Rollbacks != 1 {
+		t.Errorf("λ scale %v, rollbacks %d; want 0.5, 1", r.st.LambdaScale, r.st.Rollbacks)
+	}
+}
+
+// TestForcedCollapseIsHandled forces collapse (λ = 300, no diversity term) in a short
+// run and checks that the monitor detects it and rolls the perception back while the
+// run completes.
+func TestForcedCollapseIsHandled(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Lambda, cfg.AlphaDiv, cfg.AnnealFrac, cfg.JointLR = 300, 0, 0, 3e-3
+	cfg.JointIters = 40
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), dir, cfg, progressOut()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := LoadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for _, h := range res.History {
+		if h.Event != "" {
+			events = append(events, h.Event)
+		}
+	}
+	t.Logf("events: %q", events)
+	if len(events) == 0 {
+		t.Fatal("forced collapse not detected")
+	}
+	if n, _ := res.Report.Extra["joint_rollbacks"].(float64); n < 1 {
+		t.Errorf("report joint_rollbacks = %v", res.Report.Extra["joint_rollbacks"])
+	}
+}
+
+// TestResumeMatchesUninterrupted stops a run mid-joint (between checkpoints), resumes
+// it, and compares with an uninterrupted run: same joint history, same report.
+func TestResumeMatchesUninterrupted(t *testing.T) {
+	cfg := tinyConfig(t)
+	a := t.TempDir()
+	repA, err := Run(context.Background(), a, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 7 // last checkpoint at 5: iterations 6 and 7 are redone
+	if _, err := Run(context.Background(), b, stop, progressOut()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v, want ErrStopped", err)
+	}
+	repB, err := Run(context.Background(), b, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := LoadRun(a)
+	rb, _ := LoadRun(b)
+	ha, hb := phaseRows(ra.History, PhaseJoint), phaseRows(rb.History, PhaseJoint)
+	if len(ha) != cfg.JointIters || len(hb) != cfg.JointIters {
+		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.JointIters)
+	}
+	for i := range ha {
+		if ha[i].Rec != hb[i].Rec || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Perplexity != hb[i].Perplexity {
+			t.Fatalf("joint iteration %d differs: %+v vs %+v", i+1, ha[i], hb[i])
+		}
+	}
+	if repA.ViterbiMap != repB.ViterbiMap || repA.StatePlacePurity != repB.StatePlacePurity || repA.HTokenGivenPlace != repB.HTokenGivenPlace {
+		t.Errorf("reports differ: %+v / %+v", repA.ViterbiMap, repB.ViterbiMap)
+	}
+	// A finished run is loaded, not retrained.
+	info, _ := os.Stat(filepath.Join(a, CHMMFile))
+	again, err := Run(context.Background(), a, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info2, _ := os.Stat(filepath.Join(a, CHMMFile))
+	if !info.ModTime().Equal(info2.ModTime()) || again.ViterbiMap != repA.ViterbiMap {
+		t.Error("finished run was retrained")
+	}
+	// A different configuration is refused.
+	other := cfg
+	other.Lambda = 2
+	if _, err := Run(context.Background(), a, other, nil); err == nil || !strings.Contains(err.Error(), "lambda") {
+		t.Errorf("changed config: %v, want an error naming lambda", err)
+	}
+	// Only the last joint checkpoint is kept.
+	if m, _ := filepath.Glob(filepath.Join(b, "joint-*.ckpt")); len(m) != 1 {
+		t.Errorf("joint checkpoints left: %v", m)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, t.TempDir(), tinyConfig(t), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func phaseRows(h []Record, phase string) []Record {
+	var out []Record
+	for _, r := range h {
+		if r.Phase == phase {
+			out = append(out, r)
+		}
+	}
+	return out
+}
