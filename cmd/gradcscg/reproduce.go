@@ -33,6 +33,7 @@ func runReproduce(args []string) error {
 	out := fset.String("out", "results", "output directory: one JSON report per run and <suite>.md")
 	force := fset.Bool("force", false, "re-run runs whose report already exists")
 	quiet := fset.Bool("quiet", false, "no per-run progress output")
+	collect := fset.Bool("collect", false, "train nothing: tabulate the reports that exist")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
@@ -78,6 +79,9 @@ func runReproduce(args []string) error {
 						fmt.Fprintf(stderr, "re-running %s: %v\n", path, err)
 					}
 				}
+				if rep == nil && *collect {
+					continue
+				}
 				if rep == nil {
 					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: 3, quiet: *quiet})
 					if err != nil {
@@ -89,6 +93,10 @@ func runReproduce(args []string) error {
 					rep = r
 				}
 				done++
+				if *collect {
+					groups[key] = append(groups[key], rep)
+					continue
+				}
 				el := time.Since(t0)
 				fmt.Fprintf(stderr, "[%d/%d] %-16s %-8s seed %d  F1 %.3f  purity %.3f  action %.3f  %.1fs  (elapsed %s)\n",
 					done, total, env, tr, seed, rep.ViterbiMap.F1, rep.StatePlacePurity, rep.ActionAccuracy,

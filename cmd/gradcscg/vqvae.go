@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,12 +33,16 @@ func init() {
 //
 // The reference warms up for 4 epochs over the training episodes' frames: 1,250
 // steps on aliased (4 × 10,000 frames) and 3,125 on two_rooms (10 × 10,000), but
-// those frames re-sample only the ~3,200 (aliased, 4 classes) or ~8,000 (two_rooms)
-// training images of the classes shown. Learning curves measured with --curve 100
-// (results/vqvae.md, "Choice of --steps") show held-out purity, H(token|class) and
-// the reconstruction loss flat within seed noise well before that; 1,000 steps is
-// 128,000 frames, ≈ 16 passes over two_rooms' distinct images.
-const defaultVQSteps = 1000
+// those frames re-sample only ~3,200 (aliased, 4 classes) or ~8,000 (two_rooms)
+// distinct training images. Learning curves to 3,000 steps (--curve 100, seed 1,
+// held-out frames) flatten by about 2,000 steps: on two_rooms, purity moves by
+// < 0.02 and H(token|class) by ≤ 0.03 nats between 2,000 and 3,000 steps on both
+// MNIST and Fashion-MNIST (H still fell by 0.1 nats between 1,400 and 2,000 steps),
+// and aliased is flat from ~400 steps. 2,000 steps is 256,000 frames, ≈ 32 passes
+// over two_rooms' distinct images. The 3,000-step curves are kept in
+// results/vqvae/curve3000/; the suite records 3-seed curves to 2,000 steps
+// (results/vqvae.md).
+const defaultVQSteps = 2000
 
 // Files written to a run's --out directory.
 const (
@@ -93,7 +98,8 @@ func runVQVAE(args []string) error {
 		"(default runs/vqvae/ENV_DATASET_kK_seedS; with --suite the results root, default results)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the report JSON to this path")
 	fs.BoolVar(&o.classify, "classify", false, "add the reference's supervised classification head (weight 0.1) to the warm-up")
-	fs.IntVar(&o.curve, "curve", 0, "every N steps, score held-out tokens (first 2,000 frames) and record a learning curve (0: off)")
+	fs.IntVar(&o.curve, "curve", 0, "every N steps, score held-out tokens (first 2,000 frames) and record a learning curve "+
+		"(0: off; --suite: default 100)")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 100, "save the checkpoint every N steps")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.BoolVar(&suite, "suite", false, "run (or collect) the quality grid --envs × --datasets × seeds 1..--seeds and write OUT/vqvae.md")
@@ -110,13 +116,28 @@ func runVQVAE(args []string) error {
 		if o.out == "" {
 			o.out = "results"
 		}
+		// The command line as the table's caption quotes it: --suite, then the flags set.
+		cmdLine, curveSet := "gradcscg vqvae --suite", false
+		fs.Visit(func(f *flag.Flag) {
+			curveSet = curveSet || f.Name == "curve"
+			switch {
+			case f.Name == "quiet" || f.Name == "suite":
+			case f.Value.String() == "true":
+				cmdLine += " --" + f.Name
+			default:
+				cmdLine += fmt.Sprintf(" --%s %s", f.Name, f.Value)
+			}
+		})
+		if !curveSet {
+			o.curve = suiteCurve
+		}
 		if o.jsonPath != "" {
 			return errors.New("--json: not with --suite (each run writes OUT/vqvae/RUN/report.json)")
 		}
 		if seeds < 1 {
 			return fmt.Errorf("--seeds %d: need at least 1", seeds)
 		}
-		return vqSuite(o, splitList(envs), splitList(datasets), seeds)
+		return vqSuite(o, cmdLine, splitList(envs), splitList(datasets), seeds)
 	}
 	rep, err := vqRun(o)
 	if err != nil {
@@ -401,9 +422,8 @@ type vqData struct {
 	train               vqvae.BankFrames // frames of the training episodes (train split)
 	testImages          []float32        // held-out frames (test split), [n][Side²]
 	testClasses, places []int            // class and place of each held-out frame
-	classNames          []string
-	numClasses          int // classes the environment shows
-	distinct            int // distinct training images
+	classNames          []string         // the data set's, by label
+	distinct            int              // distinct training images
 }
 
 // vqLoadData resolves the environment and data set and draws the training frames
@@ -457,7 +477,7 @@ func vqLoadData(o *vqOptions) (*vqData, error) {
 		}
 		o.k = len(used)
 	}
-	d := &vqData{env: env, classNames: trainSet.ClassNames, numClasses: len(used)}
+	d := &vqData{env: env, classNames: trainSet.ClassNames}
 	rng := rand.New(rand.NewPCG(o.seed, streamTrainImages))
 	var idx []int
 	for _, ep := range env.TrainingEpisodes(rand.New(rand.NewPCG(o.seed, streamTrainWalks)), o.episodes, o.episodeLen) {
@@ -501,7 +521,7 @@ func vqRun(o vqOptions) (*vqReport, error) {
 	}
 	man := vqManifest{Env: d.env.Name, Dataset: o.dataset, Seed: o.seed, NumTokens: o.k, Classify: o.classify,
 		Batch: o.batch, Episodes: o.episodes, EpisodeLen: o.episodeLen}
-	m, prevTrain, err := vqOpenModel(backend, o, man)
+	m, prevTrain, err := vqOpenModel(backend, o, man, len(d.classNames))
 	if err != nil {
 		return nil, err
 	}
@@ -572,13 +592,14 @@ func vqRun(o vqOptions) (*vqReport, error) {
 
 // vqOpenModel loads o.out's checkpoint if there is one (checking that it belongs to
 // this run) or creates a fresh model and writes the manifest. prevTrain is the
-// warm-up time recorded by the previous report of the run, if any.
-func vqOpenModel(backend compute.Backend, o vqOptions, man vqManifest) (m *vqvae.Model, prevTrain float64, err error) {
+// warm-up time recorded by the previous report of the run, if any. numClasses is the
+// data set's class count (the --classify head's outputs).
+func vqOpenModel(backend compute.Backend, o vqOptions, man vqManifest, numClasses int) (m *vqvae.Model, prevTrain float64, err error) {
 	modelPath := filepath.Join(o.out, vqModelFile)
 	manPath := filepath.Join(o.out, vqManifestFile)
 	if _, err := os.Stat(modelPath); errors.Is(err, fs.ErrNotExist) {
 		cfg := vqvae.DefaultConfig(o.k)
-		cfg.Classify = o.classify
+		cfg.Classify, cfg.NumClasses = o.classify, numClasses
 		if m, err = vqvae.New(backend, cfg, o.seed); err != nil {
 			return nil, 0, err
 		}
@@ -610,6 +631,9 @@ func vqOpenModel(backend compute.Backend, o vqOptions, man vqManifest) (m *vqvae
 	}
 	return m, prevTrain, nil
 }
+
+// suiteCurve is --suite's default --curve.
+const suiteCurve = 100
 
 // curveFrames is the number of held-out frames a --curve point scores.
 const curveFrames = 2000
@@ -740,8 +764,10 @@ func (r *vqReport) writeTable(w io.Writer) error {
 }
 
 // vqSuite runs or collects the quality grid envs × datasets × seeds 1..n with o's
-// settings (runs OUT/vqvae/ENV_DATASET_seedS) and writes OUT/vqvae.md.
-func vqSuite(o vqOptions, envs, datasets []string, seeds int) error {
+// settings (runs OUT/vqvae/ENV_DATASET_seedS, suffixed _kK with --k and _classify
+// with --classify) and writes OUT/vqvae.md (OUT/vqvae_classify.md with --classify).
+// cmdLine is the command quoted in the markdown.
+func vqSuite(o vqOptions, cmdLine string, envs, datasets []string, seeds int) error {
 	if len(envs) == 0 || len(datasets) == 0 {
 		return errors.New("--suite: --envs and --datasets must name at least one each")
 	}
@@ -752,21 +778,24 @@ func vqSuite(o vqOptions, envs, datasets []string, seeds int) error {
 	if err := os.MkdirAll(filepath.Join(root, "vqvae"), 0o755); err != nil {
 		return err
 	}
-	type group struct {
-		env, ds string
-		reps    []*vqReport
-	}
-	var groups []*group
+	var groups []*vqGroup
 	total, done := len(envs)*len(datasets)*seeds, 0
 	t0 := time.Now()
 	for _, env := range envs {
 		for _, ds := range datasets {
-			g := &group{env: env, ds: ds}
+			g := &vqGroup{env: env, ds: ds}
 			groups = append(groups, g)
 			for seed := 1; seed <= seeds; seed++ {
 				ro := o
 				ro.env, ro.dataset, ro.seed = env, ds, uint64(seed)
-				ro.out = filepath.Join(root, "vqvae", fmt.Sprintf("%s_%s_seed%d", env, filepath.Base(ds), seed))
+				name := fmt.Sprintf("%s_%s_seed%d", env, filepath.Base(ds), seed)
+				if o.k != 0 {
+					name += fmt.Sprintf("_k%d", o.k)
+				}
+				if o.classify {
+					name += "_classify"
+				}
+				ro.out = filepath.Join(root, "vqvae", name)
 				rep, err := readVQReport(filepath.Join(ro.out, vqReportFile))
 				if err != nil || !rep.sameSettings(ro) {
 					if rep, err = vqRun(ro); err != nil {
@@ -782,13 +811,6 @@ func vqSuite(o vqOptions, envs, datasets []string, seeds int) error {
 		}
 	}
 	var b strings.Builder
-	cmd := "gradcscg vqvae --suite"
-	if o.steps != defaultVQSteps {
-		cmd += fmt.Sprintf(" --steps %d", o.steps)
-	}
-	if o.classify {
-		cmd += " --classify"
-	}
 	sup := "unsupervised warm-up (reconstruction + β·commitment, no labels)"
 	if o.classify {
 		sup = "warm-up with the reference's classification head (labels used)"
@@ -798,7 +820,7 @@ func vqSuite(o vqOptions, envs, datasets []string, seeds int) error {
 		"K = number of classes the environment shows; training frames are the environment's training episodes "+
 		"with a fresh train-split image per visit; scores are on a held-out episode of the same length with "+
 		"test-split images. Mean ± s.d. over seeds; entropies in nats.\n\n",
-		cmd, groups[0].reps[0].Backend, sup, o.steps, o.batch, o.lr)
+		cmdLine, groups[0].reps[0].Backend, sup, o.steps, o.batch, o.lr)
 	b.WriteString("| env | data set | K | seeds | purity | H(token\\|class) | H(class\\|token) | perplexity | active codes | test MSE | seconds/run |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
@@ -830,14 +852,75 @@ func vqSuite(o vqOptions, envs, datasets []string, seeds int) error {
 				r.Purity, r.HTokenGivenClass, r.Perplexity, r.ActiveCodes, strings.Join(cl, ", "))
 		}
 	}
+	writeCurveTable(&b, groups)
 	b.WriteString(vqSuiteNotes)
 	path := filepath.Join(root, "vqvae.md")
+	if o.classify {
+		path = filepath.Join(root, "vqvae_classify.md")
+	}
 	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
 		return err
 	}
 	fmt.Fprint(stdout, b.String())
 	fmt.Fprintf(stderr, "table written to %s\n", path)
 	return nil
+}
+
+// vqGroup is one row of the suite table: the runs (seeds) of an environment and data set.
+type vqGroup struct {
+	env, ds string
+	reps    []*vqReport
+}
+
+// writeCurveTable writes the learning curves of the groups' runs (their --curve
+// points; of long curves only steps 100, 200 and multiples of 500), mean over the
+// seeds that have the point.
+func writeCurveTable(b *strings.Builder, groups []*vqGroup) {
+	type cell struct{ purity, h, mse []float64 }
+	cells := map[int][]cell{} // step → per group
+	for gi, g := range groups {
+		for _, r := range g.reps {
+			for _, pt := range r.Curve {
+				if cells[pt.Step] == nil {
+					cells[pt.Step] = make([]cell, len(groups))
+				}
+				c := &cells[pt.Step][gi]
+				c.purity, c.h, c.mse = append(c.purity, pt.Purity), append(c.h, pt.HTokenGivenClass), append(c.mse, pt.TestMSE)
+			}
+		}
+	}
+	if len(cells) > 12 {
+		for s := range cells {
+			if s != 100 && s != 200 && s%500 != 0 {
+				delete(cells, s)
+			}
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	steps := make([]int, 0, len(cells))
+	for s := range cells {
+		steps = append(steps, s)
+	}
+	slices.Sort(steps)
+	fmt.Fprintf(b, "\nLearning curves (--curve): purity / H(token|class) / test MSE on the first (up to) %d held-out frames, "+
+		"mean over seeds:\n\n| step |", curveFrames)
+	for _, g := range groups {
+		fmt.Fprintf(b, " %s %s |", g.env, g.ds)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(groups)) + "\n")
+	for _, s := range steps {
+		fmt.Fprintf(b, "| %d |", s)
+		for _, c := range cells[s] {
+			if len(c.purity) == 0 {
+				b.WriteString(" – |")
+				continue
+			}
+			fmt.Fprintf(b, " %.3f / %.3f / %.4f |", meanSD(c.purity).Mean, meanSD(c.h).Mean, meanSD(c.mse).Mean)
+		}
+		b.WriteString("\n")
+	}
 }
 
 // vqSuiteNotes is the fixed text after the suite's tables.

@@ -252,7 +252,7 @@ func TestVQVAERun(t *testing.T) {
 // training.
 func TestVQVAESuite(t *testing.T) {
 	dir := t.TempDir()
-	args := vqArgs("--suite", "--envs", "aliased", "--datasets", "mnist", "--seeds", "2", "--steps", "2", "--out", dir)
+	args := vqArgs("--suite", "--envs", "aliased", "--datasets", "mnist", "--seeds", "2", "--steps", "2", "--curve", "1", "--out", dir)
 	code, out, errOut := run(t, args...)
 	if code != 0 {
 		t.Fatalf("suite failed (%d): %s", code, errOut)
@@ -264,8 +264,10 @@ func TestVQVAESuite(t *testing.T) {
 	if string(md) != out {
 		t.Errorf("stdout differs from vqvae.md")
 	}
-	if !strings.Contains(out, "| aliased | mnist | 4 | 2 |") || !strings.Contains(out, "aliased/mnist seed 2") {
-		t.Errorf("table lacks the aliased/mnist rows:\n%s", out)
+	for _, want := range []string{"| aliased | mnist | 4 | 2 |", "| aliased/mnist seed 2 |", "Learning curves", "\n| 1 | ", "\n| 2 | "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tables lack %q:\n%s", want, out)
+		}
 	}
 	path := func(seed int) string {
 		return filepath.Join(dir, "vqvae", fmt.Sprintf("aliased_mnist_seed%d", seed), vqReportFile)

@@ -11,7 +11,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 )
 
 // File format (see doc.go).
@@ -73,24 +74,8 @@ func (m *Model) Save(path string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("chmm: saving %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = m.Write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("chmm: saving %s: %w", path, err)
+	if err := atomicfile.Write(path, m.Write); err != nil {
+		return fmt.Errorf("chmm: %w", err)
 	}
 	return nil
 }

@@ -9,8 +9,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 )
 
 // The IDX format (LeCun et al., the MNIST distribution format): a 4-byte magic
@@ -302,45 +303,23 @@ func writeHeader(w io.Writer, magic uint32, dims ...int) error {
 //
 // The gzip header carries no name and no time stamp, so equal content gives
 // equal bytes (for a given Go version's compressor).
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("%s: %w", path, err)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if strings.HasSuffix(path, ".gz") {
-		zw, err := gzip.NewWriterLevel(bw, gzip.BestCompression)
-		if err != nil {
+func writeAtomic(path string, write func(io.Writer) error) error {
+	return atomicfile.Write(path, func(f io.Writer) error {
+		bw := bufio.NewWriterSize(f, 1<<16)
+		if strings.HasSuffix(path, ".gz") {
+			zw, err := gzip.NewWriterLevel(bw, gzip.BestCompression)
+			if err != nil {
+				return err
+			}
+			if err := write(zw); err != nil {
+				return err
+			}
+			if err := zw.Close(); err != nil {
+				return err
+			}
+		} else if err := write(bw); err != nil {
 			return err
 		}
-		if err := write(zw); err != nil {
-			return err
-		}
-		if err := zw.Close(); err != nil {
-			return err
-		}
-	} else if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+		return bw.Flush()
+	})
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 )
 
 // EdgeScore scores a learned edge set against the true map.
@@ -131,37 +132,11 @@ func (r *Report) WriteJSON(path string) error {
 	return writeFileAtomic(path, b)
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
+func writeFileAtomic(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("evaluate: %w", err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-			err = fmt.Errorf("evaluate: writing %s: %w", path, err)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // ReadJSON reads a report written by WriteJSON (or any JSON object with at

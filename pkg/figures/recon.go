@@ -8,8 +8,8 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
-	"os"
-	"path/filepath"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -97,25 +97,9 @@ func WriteReconstructionsPNG(path string, inputs, recons []float32, tokens []int
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames it.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+func writeFileAtomic(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("figures: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("figures: write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("figures: write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("figures: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+
 	"github.com/gomlx/compute"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -865,28 +867,9 @@ func condEntropy(tokens, places []int) float64 {
 }
 
 // writeAtomic writes data to a temporary file next to path and renames it.
-func writeAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+func writeAtomic(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("pipeline: %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("pipeline: %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("pipeline: %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("pipeline: %s: %w", path, err)
 	}
 	return nil
 }

@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -93,32 +94,17 @@ func (m *Model) Save(path string) error {
 }
 
 // writeAtomic writes the parts to a temporary file next to path and renames it.
-func writeAtomic(path string, parts ...[]byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+func writeAtomic(path string, parts ...[]byte) error {
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		for _, b := range parts {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("vqvae.Save %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	for _, b := range parts {
-		if _, err = f.Write(b); err != nil {
-			return fmt.Errorf("vqvae.Save %s: %w", path, err)
-		}
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("vqvae.Save %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("vqvae.Save %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("vqvae.Save %s: %w", path, err)
+		return fmt.Errorf("vqvae.Save: %w", err)
 	}
 	return nil
 }
