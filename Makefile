@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-fashion ablation figures plan clean
 
 all: build
 
@@ -42,6 +42,22 @@ data: build
 # Section 5.1: 7 environments x {gradient, em} x 3 seeds, symbolic; writes results/symbolic.md.
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --out results
+
+# Section 5.2, Tables 3 and 4: the four MNIST benchmarks x 3 seeds from pixels (runs/ holds
+# the run directories; an interrupted run resumes); writes results/table3.md, results/table4.md.
+reproduce-images: build
+	$(BIN) reproduce --suite images --dataset mnist --seeds 3 --out results
+
+# The same four layouts with Fashion-MNIST images; writes results/fashion_table3.md.
+reproduce-fashion: build
+	$(BIN) reproduce --suite images --dataset fashion --seeds 3 --out results
+
+# Ablations of the joint phase on aliased (seed 1): frozen VQ-VAE, no length normalisation,
+# no diversity penalty; each writes its run directory under runs/.
+ablation: build
+	$(BIN) train --env aliased --seed 1 --freeze-vqvae
+	$(BIN) train --env aliased --seed 1 --no-length-norm
+	$(BIN) train --env aliased --seed 1 --alpha-div 0
 
 clean:
 	rm -rf bin

@@ -25,8 +25,10 @@ var suites = map[string][]string{
 }
 
 func runReproduce(args []string) error {
-	fset := newFlagSet("reproduce", "[--suite symbolic|cscg] [--seeds 3] [--out results] [--force]")
-	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments) or cscg (the original CSCG demos)")
+	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images] [--seeds 3] [--out results] [--force]")
+	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos) or images (the 4 image benchmarks from pixels: Tables 3, 4)")
+	dataset := fset.String("dataset", "mnist", "images suite: mnist or fashion")
+	runs := fset.String("runs", "runs", "images suite: where the run directories live")
 	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
 	envsFlag := fset.String("envs", "", "comma-separated subset of the suite's environments")
@@ -37,9 +39,22 @@ func runReproduce(args []string) error {
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
+	if *seeds < 1 {
+		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
+	}
+	if *suite == "images" {
+		envs := imageBenchmarks
+		if *envsFlag != "" {
+			envs = strings.Split(*envsFlag, ",")
+		}
+		if *dataset != "mnist" && *dataset != "fashion" {
+			return fmt.Errorf("--dataset %q: must be mnist or fashion", *dataset)
+		}
+		return reproduceImages(envs, *dataset, *seeds, *runs, *out, *collect, *quiet)
+	}
 	envs, ok := suites[*suite]
 	if !ok {
-		return fmt.Errorf("--suite %q: must be symbolic or cscg", *suite)
+		return fmt.Errorf("--suite %q: must be symbolic, cscg or images", *suite)
 	}
 	if *envsFlag != "" {
 		envs = strings.Split(*envsFlag, ",")

@@ -23,11 +23,20 @@ const (
 	FinalFromJoint = "joint"
 )
 
+// Read-outs of the held-out episode (Config.Decode).
+const (
+	DecodeSoft = "soft"
+	DecodeHard = "hard"
+)
+
 // Config is every hyperparameter of a run (paper Table 1 plus ours). It is written to
 // config.json in the run directory; a rerun with a different Config is refused.
 // Start from DefaultConfig.
 type Config struct {
-	Env     string `json:"env"`     // built-in environment name (gridworld.Named)
+	Env string `json:"env"` // built-in environment name (gridworld.Named), or the custom layout's name
+	// Layout is a custom environment in the gridworld layout format (the file's text, so
+	// the run directory is self-contained); empty for built-in environments.
+	Layout  string `json:"layout,omitempty"`
 	Dataset string `json:"dataset"` // "mnist" or "fashion" (dataset.Load)
 	Seed    uint64 `json:"seed"`
 
@@ -81,6 +90,11 @@ type Config struct {
 	// is multiplied by ThrottleFactor. 0 disables the safeguard.
 	CollapseFrac   float64 `json:"collapse_frac"`
 	ThrottleFactor float64 `json:"throttle_factor"`
+	// Ablations of the joint phase (off by default): FreezeVQVAE trains only (π, Θ)
+	// (the VQ-VAE, codebook included, stays as the warm-up left it); NoLengthNorm drops
+	// the 1/T_b length normalisation of the HMM term.
+	FreezeVQVAE  bool `json:"freeze_vqvae,omitempty"`
+	NoLengthNorm bool `json:"no_length_norm,omitempty"`
 	// CheckpointEvery is the number of joint iterations between checkpoints.
 	CheckpointEvery int `json:"checkpoint_every"`
 
@@ -99,6 +113,13 @@ type Config struct {
 	FinalEntropy  float64 `json:"final_entropy"` // transition-entropy weight η
 	FinalPatience int     `json:"final_patience"`
 	FinalSplits   int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus
+
+	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen
+	// encoder's soft emissions log ρ (the emissions the joint phase trained with), so
+	// the map's context can outvote an uncertain token; DecodeHard runs Viterbi on the
+	// hard tokens, as the paper. The report holds both (the other one under
+	// extra["hard_decoding"] or extra["soft_decoding"]).
+	Decode string `json:"decode"`
 
 	// StopAfterJoint, if > 0, stops the run (as if interrupted) after that many joint
 	// iterations of this call. Not part of the run's identity (not saved).
@@ -120,10 +141,21 @@ func DefaultConfig(env string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	return ConfigFor(e), nil
+}
+
+// ConfigFor is DefaultConfig for any environment, built-in or loaded from a layout
+// file (gridworld.LoadLayout): a custom environment is stored in Config.Layout and gets
+// gridworld.GenericDefaults' data size and clone budget.
+func ConfigFor(e *gridworld.Env) Config {
 	d := e.Defaults()
+	layout := ""
+	if b, err := gridworld.Named(e.Name); err != nil || b.Layout() != e.Layout() {
+		layout = e.Layout()
+	}
 	v := vqvae.DefaultConfig(e.NumClasses())
 	return Config{
-		Env: env, Dataset: "mnist", Seed: 1,
+		Env: e.Name, Layout: layout, Dataset: "mnist", Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		K: e.NumClasses(), D: v.D, F: v.F, Arch: string(v.Arch),
 		Beta: v.Beta, Gamma: v.Gamma, Eps: v.Eps, Tau: v.Tau, Revive: v.Revive,
@@ -136,7 +168,20 @@ func DefaultConfig(env string) (Config, error) {
 		CollapseFrac: 0.75, ThrottleFactor: 0.5, CheckpointEvery: 50,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
 		FinalIters: 1000, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalSplits: 5,
-	}, nil
+		Decode: DecodeSoft,
+	}
+}
+
+// Environment returns the run's grid world: the built-in Env, or Layout parsed.
+func (c Config) Environment() (*gridworld.Env, error) {
+	if c.Layout == "" {
+		return gridworld.Named(c.Env)
+	}
+	e, err := gridworld.ParseLayout(c.Env, strings.NewReader(c.Layout))
+	if err != nil {
+		return nil, fmt.Errorf("layout: %w", err)
+	}
+	return e, nil
 }
 
 // VQVAEConfig returns the VQ-VAE configuration with k codes.
@@ -157,9 +202,10 @@ func (c Config) Validate() error {
 		}
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	if _, err := gridworld.Named(c.Env); err != nil {
+	if _, err := c.Environment(); err != nil {
 		bad = append(bad, fmt.Sprintf("env: %v", err))
 	}
+	add(c.Decode == DecodeSoft || c.Decode == DecodeHard, "decode=%q (want %q or %q)", c.Decode, DecodeSoft, DecodeHard)
 	add(c.Dataset == "mnist" || c.Dataset == "fashion", "dataset=%q (want mnist or fashion)", c.Dataset)
 	add(c.Episodes >= 1, "episodes=%d (need ≥ 1)", c.Episodes)
 	add(c.Steps >= 2, "steps=%d (need ≥ 2)", c.Steps)
@@ -207,16 +253,15 @@ func ReadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("pipeline: %w", err)
 	}
 	// Fields missing from the file (older versions) take the environment's defaults.
-	var probe struct {
-		Env string `json:"env"`
-	}
+	var probe Config
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
 	}
-	c, err := DefaultConfig(probe.Env)
+	e, err := probe.Environment()
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: env: %w", path, err)
 	}
+	c := ConfigFor(e)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
@@ -242,4 +287,18 @@ func jsonErr(raw []byte, err error) error {
 	}
 	line := 1 + bytes.Count(raw[:min(int(off), len(raw))], []byte("\n"))
 	return fmt.Errorf("line %d: %w", line, err)
+}
+
+// CISized returns c reduced to a few minutes on two cores, for demos, notebooks and the
+// CI map-recovery test: at most 4 episodes of 2,500 steps (held-out episode 2,500
+// steps), 6 warm-up epochs of batch 64, 120 joint iterations of 4 chunks × 128 steps,
+// 500 finalisation iterations. Everything else (architecture, losses, rates) is c's.
+func CISized(c Config) Config {
+	c.Episodes = min(c.Episodes, 4)
+	c.Steps, c.EvalSteps = 2500, 2500
+	c.WarmupEpochs, c.WarmupBatch = 6, 64
+	c.RecenterFrames = 4000
+	c.JointIters, c.ChunkLen, c.JointBatch, c.CheckpointEvery = 120, 128, 4, 20
+	c.FinalIters = 500
+	return c
 }

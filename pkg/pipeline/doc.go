@@ -80,11 +80,13 @@
 //
 // Training episodes come from gridworld (Env.TrainingEpisodes) with one fresh
 // train-split image per visit; the held-out episode (Config.EvalSteps steps) is a fresh
-// walk with test-split images. Evaluate encodes it with the frozen encoder, decodes the
-// hard tokens with chmm.Viterbi and scores the path with evaluate.Evaluate; as an extra
-// read-out (report extra "soft_decoding") it also decodes with the soft emissions log ρ
-// (SoftViterbi), which lets the map's context outvote an uncertain token. The report's
-// extras hold H(token | place), H(token | class) and H(class | token) of the training
+// walk with test-split images. Evaluate encodes it with the frozen encoder and decodes it
+// with Viterbi — by default (Config.Decode = DecodeSoft) with the soft emissions log ρ
+// (SoftViterbi), which lets the map's context outvote an uncertain token; with
+// DecodeHard on the hard tokens (chmm.Viterbi), as the paper — and scores the path with
+// evaluate.Evaluate; the other read-out's headline metrics go to the report's extras.
+// Reevaluate re-scores a finished run in place. The report's extras also hold
+// H(token | place), H(token | class) and H(class | token) of the training
 // frames after the warm-up and after the joint phase (true places and classes are used
 // for these measurements only).
 //

@@ -28,6 +28,11 @@ type Joint struct {
 	Layout hmmgraph.Layout
 	A      int // number of actions
 
+	// Ablations (set before the first Step): FreezeVQ keeps the VQ-VAE fixed during the
+	// joint phase (no Adam step, no EMA codebook update: only (π, Θ) learn);
+	// NoLengthNorm drops the 1/T_b of the HMM term (Sec. 3.6 length normalisation).
+	FreezeVQ, NoLengthNorm bool
+
 	vqCfg                  vqvae.Config
 	beta, alpha, lr, hmmLR float64
 	exec                   *model.Exec
@@ -141,7 +146,12 @@ func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
 	// Step 8: one gradient pass, two Adam optimizers on disjoint scopes.
 	var nodes []*Node
 	var counts []int
-	for _, s := range []*model.Scope{vs, hs} {
+	scopes := []*model.Scope{vs, hs}
+	if j.FreezeVQ {
+		scopes = []*model.Scope{hs}
+		counts = append(counts, 0)
+	}
+	for _, s := range scopes {
 		n := 0
 		for v := range s.IterVariables() {
 			if v.Trainable && v.InUseByGraph(g) {
@@ -152,11 +162,18 @@ func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
 		counts = append(counts, n)
 	}
 	grads := Gradient(loss, nodes...)
-	adam(j.lr).UpdateGraphWithGradients(vs, grads[:counts[0]], dt)
+	if !j.FreezeVQ {
+		adam(j.lr).UpdateGraphWithGradients(vs, grads[:counts[0]], dt)
+	}
 	adam(j.hmmLR).UpdateGraphWithGradients(hs, grads[counts[0]:], dt)
 
 	usage := vqvae.Usage(t.Out.Tokens, c.K, t.FlatMask, dt)
-	revived := c.UpdateCodebook(vs, t.Out.Z, t.Out.Tokens, t.FlatMask) // step 2 (EMA), after the losses read the codebook
+	var revived *Node
+	if j.FreezeVQ {
+		revived = ScalarZero(g, dt)
+	} else {
+		revived = c.UpdateCodebook(vs, t.Out.Z, t.Out.Tokens, t.FlatMask) // step 2 (EMA), after the losses read the codebook
+	}
 	return []*Node{loss, t.Out.Rec, t.Out.Commit, t.NLL, t.Div, vqvae.Perplexity(usage), vqvae.ActiveCodes(usage), revived}
 }
 
@@ -191,8 +208,12 @@ func (j *Joint) Terms(root *model.Scope, x, actions, mask *Node) Terms {
 	pi := hs.GetVariable("pi").NodeValue(g)                                            // [N]
 	theta := hs.GetVariable("theta").NodeValue(g)                                      // [A, N, N]
 	t.LL = ConvertDType(hmmgraph.LogLikelihood(pi, theta, logEmit, actions, mask), dt) // [B] (step 5)
-	lengths := MaxScalar(ReduceSum(mask, 1), 1)                                        // [B] T_b
-	t.NLL = Neg(ReduceAllMean(Div(t.LL, lengths)))                                     // step 6
+	if j.NoLengthNorm {
+		t.NLL = Neg(ReduceAllMean(t.LL)) // ablation: −(1/|B|) Σ_b ℓ^s_b
+	} else {
+		lengths := MaxScalar(ReduceSum(mask, 1), 1)    // [B] T_b
+		t.NLL = Neg(ReduceAllMean(Div(t.LL, lengths))) // step 6
+	}
 	t.Div = vqvae.DiversityPenalty(t.Out.LogRho, t.FlatMask)
 	return t
 }

@@ -324,3 +324,58 @@ func TestSoftViterbiOneHotIsHard(t *testing.T) {
 		t.Error("wrong action count accepted")
 	}
 }
+
+// TestJointAblations: with FreezeVQ a joint step leaves every /vqvae variable (encoder,
+// decoder, codebook) unchanged and still moves (π, Θ); with NoLengthNorm the HMM term
+// is the plain mean of the chunks' ℓ^s, i.e. the normalised term times T for chunks of
+// equal length T.
+func TestJointAblations(t *testing.T) {
+	be := testBackend(t)
+	vc := vqvae.DefaultConfig(3)
+	vc.Arch, vc.D = vqvae.ArchMLP, 8
+	rng := rand.New(rand.NewPCG(3, 4))
+	ch := randomChunk(rng, vc.Side, []int{10, 10}, 10, 4)
+	step := func(freeze, noNorm bool) (StepMetrics, Snapshot, Snapshot, Snapshot, Snapshot) {
+		vq, err := vqvae.New(be.Backend, vc, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rand.New(rand.NewPCG(1, 1))), 0.25, 0.1, 1e-3, 1e-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.FreezeVQ, j.NoLengthNorm = freeze, noNorm
+		vq0, _ := snapshot(vq.Store(), "/"+vqvae.ScopeName)
+		hmm0, _ := snapshot(vq.Store(), "/"+HMMScope)
+		m, err := j.Step(ch, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vq1, _ := snapshot(vq.Store(), "/"+vqvae.ScopeName)
+		hmm1, _ := snapshot(vq.Store(), "/"+HMMScope)
+		return m, vq0, vq1, hmm0, hmm1
+	}
+	changed := func(a, b Snapshot) (n int) {
+		for k, v := range a {
+			if w, ok := b[k]; ok && !slices.Equal(v, w) {
+				n++
+			}
+		}
+		return n
+	}
+	m, vq0, vq1, hmm0, hmm1 := step(true, false)
+	if n := changed(vq0, vq1); n != 0 {
+		t.Errorf("FreezeVQ: %d /vqvae variables changed", n)
+	}
+	if n := changed(hmm0, hmm1); n != 2 {
+		t.Errorf("FreezeVQ: %d of the 2 HMM variables changed", n)
+	}
+	_, vq0, vq1, _, _ = step(false, false)
+	if n := changed(vq0, vq1); n == 0 {
+		t.Errorf("joint step without FreezeVQ changed no /vqvae variable")
+	}
+	mNo, _, _, _, _ := step(true, true)
+	if d := math.Abs(mNo.NLLPerStep - 10*m.NLLPerStep); d > 1e-4*math.Abs(mNo.NLLPerStep) {
+		t.Errorf("NoLengthNorm NLL %.6f, want 10 × %.6f", mNo.NLLPerStep, m.NLLPerStep)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-
-	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 // TestLongRun runs a full-size benchmark (paper episode counts and lengths) when
@@ -54,7 +52,7 @@ func TestReevaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := gridworld.Named(res.Config.Env)
+	env, err := res.Config.Environment()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+func init() {
+	register("train", "learn a map from pixels: VQ-VAE warm-up → joint training → finalisation, then evaluate", runTrain)
+}
+
+// trainOptions are the flags of "gradcscg train".
+type trainOptions struct {
+	env, layout, dataset, run, config, jsonPath, size string
+	seed                                              uint64
+	quiet, reevaluate                                 bool
+	set                                               *flag.FlagSet // to tell which flags were given
+	episodes, steps, jointIters, clones               int
+	alphaDiv                                          float64
+	decode, budget                                    string
+	freeze, noLengthNorm                              bool
+}
+
+func runTrain(args []string) error {
+	var o trainOptions
+	f := newFlagSet("train", "--env NAME | --layout FILE [--dataset mnist|fashion] [--seed 1] [--run DIR] [flags]")
+	f.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs')")
+	f.StringVar(&o.layout, "layout", "", "custom layout file (overrides --env; format in README)")
+	f.StringVar(&o.dataset, "dataset", "mnist", "images shown at the places: mnist or fashion")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed (walks, images, initialisation, held-out episode)")
+	f.StringVar(&o.run, "run", "", "run directory (default runs/<env>_<dataset>_seed<N>); an unfinished run resumes, a finished one is loaded")
+	f.StringVar(&o.config, "config", "", "start from this config.json instead of the environment's defaults")
+	f.StringVar(&o.size, "size", "full", "full: the paper's data size (Table 1); ci: a few-minute configuration for demos and tests")
+	f.IntVar(&o.episodes, "episodes", 0, "training episodes (0: default)")
+	f.IntVar(&o.steps, "steps", 0, "steps per training episode (0: default)")
+	f.IntVar(&o.jointIters, "joint-iters", -1, "joint-phase iterations (-1: default)")
+	f.IntVar(&o.clones, "clones", 0, "clones per token in the joint phase (0: default)")
+	f.Float64Var(&o.alphaDiv, "alpha-div", -1, "diversity-penalty weight α_div (-1: default 0.1; 0 disables it)")
+	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
+	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
+	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
+	f.BoolVar(&o.noLengthNorm, "no-length-norm", false, "ablation: drop the 1/T length normalisation of the HMM term")
+	f.StringVar(&o.jsonPath, "json", "", "also write the evaluation report as JSON to this path")
+	f.BoolVar(&o.reevaluate, "reevaluate", false, "re-score the finished run in --run with the current evaluation (rewrites its report.json)")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	if err := parseFlags(f, args); err != nil {
+		return err
+	}
+	o.set = f
+	cfg, err := o.pipelineConfig()
+	if err != nil {
+		return err
+	}
+	dir := o.run
+	if dir == "" {
+		dir = filepath.Join("runs", runName(cfg))
+	}
+	var rep *evaluate.Report
+	if o.reevaluate {
+		if rep, err = pipeline.Reevaluate(dir); err != nil {
+			return err
+		}
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		var progress io.Writer = stderr
+		if o.quiet {
+			progress = nil
+		}
+		fmt.Fprintf(stderr, "run directory %s\n", dir)
+		rep, err = pipeline.Run(ctx, dir, cfg, progress)
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted: the run resumes from its last checkpoint when the same command is run again")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		if err := rep.WriteJSON(o.jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	}
+	return nil
+}
+
+// given reports whether flag name was on the command line.
+func (o *trainOptions) given(name string) bool {
+	found := false
+	o.set.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// pipelineConfig builds the run's configuration: --config or the environment's
+// defaults (reduced by --size ci), then the flags that were given.
+func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
+	var cfg pipeline.Config
+	switch {
+	case o.config != "":
+		c, err := pipeline.ReadConfig(o.config)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	case o.layout != "":
+		env, err := loadEnv("", o.layout)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = pipeline.ConfigFor(env)
+	default:
+		c, err := pipeline.DefaultConfig(o.env)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	}
+	switch o.size {
+	case "full":
+	case "ci":
+		cfg = pipeline.CISized(cfg)
+	default:
+		return cfg, fmt.Errorf("--size %q: must be full or ci", o.size)
+	}
+	if o.config == "" || o.given("dataset") {
+		cfg.Dataset = o.dataset
+	}
+	if o.config == "" || o.given("seed") {
+		cfg.Seed = o.seed
+	}
+	if o.episodes > 0 {
+		cfg.Episodes = o.episodes
+	}
+	if o.steps > 0 {
+		cfg.Steps, cfg.EvalSteps = o.steps, o.steps
+		cfg.ChunkLen = min(cfg.ChunkLen, o.steps)
+	}
+	if o.jointIters >= 0 {
+		cfg.JointIters = o.jointIters
+	}
+	if o.clones > 0 {
+		cfg.Clones = o.clones
+	}
+	if o.alphaDiv >= 0 {
+		cfg.AlphaDiv = o.alphaDiv
+	}
+	if o.decode != "" {
+		cfg.Decode = o.decode
+	}
+	if o.budget != "" {
+		cfg.FinalBudget = o.budget
+	}
+	cfg.FreezeVQVAE = cfg.FreezeVQVAE || o.freeze
+	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
+	return cfg, cfg.Validate()
+}
+
+// runName is the default run directory name of cfg: <env>_<dataset>_seed<N>, with a
+// suffix per ablation.
+func runName(cfg pipeline.Config) string {
+	name := fmt.Sprintf("%s_%s_seed%d", cfg.Env, cfg.Dataset, cfg.Seed)
+	if cfg.FreezeVQVAE {
+		name += "_frozen"
+	}
+	if cfg.NoLengthNorm {
+		name += "_nolennorm"
+	}
+	if cfg.AlphaDiv == 0 {
+		name += "_nodiv"
+	}
+	return name
+}
+
+// imageBenchmarks are the four image benchmarks of paper Section 5.2 (Tables 3, 4).
+var imageBenchmarks = []string{"aliased", "corridors", "room", "two_rooms"}
+
+// paperTable3 holds the paper's Table 3 (image observations): perplexity, clone purity,
+// state→place purity, action accuracy, map recall, map F1.
+var paperTable3 = map[string][6]float64{
+	"aliased":   {4.00, 0.98, 0.98, 1.00, 1.00, 1.00},
+	"corridors": {5.71, 0.86, 0.98, 1.00, 1.00, 0.98},
+	"room":      {6.56, 0.83, 0.95, 0.97, 1.00, 0.98},
+	"two_rooms": {9.46, 0.88, 0.98, 0.99, 1.00, 1.00},
+}
+
+// paperTable4 holds the paper's Table 4: projected P, F1 (threshold 0.01), Viterbi-path
+// P, R, F1 (cutoff 0.002).
+var paperTable4 = map[string][5]float64{
+	"aliased":   {0.44, 0.62, 1.00, 1.00, 1.00},
+	"corridors": {0.24, 0.39, 0.95, 1.00, 0.98},
+	"room":      {0.27, 0.42, 0.95, 1.00, 0.98},
+	"two_rooms": {0.16, 0.27, 1.00, 1.00, 1.00},
+}
+
+// reproduceImages runs (or loads) the image benchmarks × seeds with the paper's
+// configuration in runs/<env>_<dataset>_seed<N>, copies each report to
+// <out>/images/, and writes <out>/table3.md and <out>/table4.md (mean ± s.d. beside the
+// paper's numbers).
+func reproduceImages(envs []string, dataset string, seeds int, runs, out string, collect, quiet bool) error {
+	dir := filepath.Join(out, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	groups := map[string][]*evaluate.Report{}
+	t0 := time.Now()
+	total, done := len(envs)*seeds, 0
+	for _, env := range envs {
+		for seed := 1; seed <= seeds; seed++ {
+			cfg, err := pipeline.DefaultConfig(env)
+			if err != nil {
+				return err
+			}
+			cfg.Dataset, cfg.Seed = dataset, uint64(seed)
+			name := runName(cfg)
+			jsonPath := filepath.Join(dir, name+".json")
+			var rep *evaluate.Report
+			if collect {
+				r, err := evaluate.ReadJSON(jsonPath)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				rep = r
+			} else {
+				var progress io.Writer = stderr
+				if quiet {
+					progress = nil
+				}
+				r, err := pipeline.Run(ctx, filepath.Join(runs, name), cfg, progress)
+				if errors.Is(err, context.Canceled) {
+					return fmt.Errorf("interrupted: rerun the same command to resume")
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				if err := r.WriteJSON(jsonPath); err != nil {
+					return err
+				}
+				rep = r
+			}
+			done++
+			groups[env] = append(groups[env], rep)
+			fmt.Fprintf(stderr, "[%d/%d] %-10s seed %d  recall %.2f F1 %.3f  purity %.3f  action %.3f  H(tok|place) %.3f  %.0fs  (elapsed %s)\n",
+				done, total, env, seed, rep.ViterbiMap.Recall, rep.ViterbiMap.F1, rep.StatePlacePurity, rep.ActionAccuracy,
+				rep.HTokenGivenPlace, rep.Seconds["total"], time.Since(t0).Round(time.Second))
+		}
+	}
+	t3, t4 := imageTables(envs, dataset, groups)
+	for name, text := range map[string]string{"table3.md": t3, "table4.md": t4} {
+		if dataset != "mnist" {
+			name = dataset + "_" + name
+		}
+		path := filepath.Join(out, name)
+		if err := writeFileAtomic(path, []byte(text)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "table written to %s\n", path)
+	}
+	fmt.Fprint(stdout, t3, "\n", t4)
+	return nil
+}
+
+// imageTables renders Tables 3 and 4 of the paper for the reports, with the paper's
+// numbers beside ours (ours: mean ± s.d. over seeds, "paper" rows in italics).
+func imageTables(envs []string, dataset string, groups map[string][]*evaluate.Report) (t3, t4 string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Table 3: maps from %s pixels, unsupervised, VQ-VAE trained jointly (mean ± s.d. over seeds)\n\n", dataset)
+	fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite images --dataset %s`. Held-out episode with test-split images; "+
+		"Viterbi-path map at cutoff 0.002; purity visit-weighted. The paper's numbers (its Table 3: supervised warm-up, "+
+		"evaluation on training images) are in the *paper* rows.\n\n", dataset)
+	b.WriteString("| env | seeds | K' | N | perplexity | clone purity | state→place purity | action acc. | map recall | map F1 | H(token\\|place) | minutes/run |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, env := range envs {
+		rs := groups[env]
+		if len(rs) == 0 {
+			continue
+		}
+		s := evaluate.Aggregate(rs)
+		c := func(m string, p int) string { return s.Format(m, p) }
+		mins := s.Get("seconds.total")
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.1f ± %.1f |\n", env, len(rs), rs[0].NumTokens, rs[0].NumStates,
+			c("perplexity", 2), c("clone_purity", 3), c("state_place_purity", 3), c("action_accuracy", 3),
+			c("viterbi_map.recall", 2), c("viterbi_map.f1", 3), c("h_token_given_place", 3), mins.Mean/60, mins.SD/60)
+		if p, ok := paperTable3[env]; ok && dataset == "mnist" {
+			fmt.Fprintf(&b, "| *paper* | | | | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *0.09–0.18* | *≈60* |\n", p[0], p[1], p[2], p[3], p[4], p[5])
+		}
+	}
+	t3 = b.String()
+	b.Reset()
+	fmt.Fprintf(&b, "# Table 4: projected vs Viterbi-path map read-out, %s (mean ± s.d. over seeds)\n\n", dataset)
+	fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite images --dataset %s`. Projected graph: every place edge with weight > 0.01; "+
+		"Viterbi-path graph: edges traversed in more than 0.2%% of the held-out steps.\n\n", dataset)
+	b.WriteString("| env | seeds | projected P | projected F1 | Viterbi-path P | Viterbi-path R | Viterbi-path F1 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, env := range envs {
+		rs := groups[env]
+		if len(rs) == 0 {
+			continue
+		}
+		s := evaluate.Aggregate(rs)
+		c := func(m string) string { return s.Format(m, 2) }
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", env, len(rs),
+			c("projected_map@0.01.precision"), c("projected_map@0.01.f1"),
+			c("viterbi_map.precision"), c("viterbi_map.recall"), c("viterbi_map.f1"))
+		if p, ok := paperTable4[env]; ok && dataset == "mnist" {
+			fmt.Fprintf(&b, "| *paper* | | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *%.2f* |\n", p[0], p[1], p[2], p[3], p[4])
+		}
+	}
+	t4 = b.String()
+	return t3, t4
+}

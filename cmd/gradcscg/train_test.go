@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+// TestTrainBadInput: each mistake gets one clean error line naming it and exit code 1,
+// before any training starts.
+func TestTrainBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("0 1\n0 x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte("{\n  \"env\": \"aliased\",\n  \"k\": \"four\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--env", "nowhere"}, "nowhere"},
+		{[]string{"--layout", bad}, "bad.txt:2"},
+		{[]string{"--dataset", "cifar"}, "dataset"},
+		{[]string{"--size", "huge"}, "--size"},
+		{[]string{"--decode", "fuzzy"}, "decode"},
+		{[]string{"--config", cfgPath}, "config.json"},
+		{[]string{"--config", filepath.Join(dir, "missing.json")}, "missing.json"},
+		{[]string{"--reevaluate", "--run", filepath.Join(dir, "norun")}, "norun"},
+	} {
+		code, _, errOut := run(t, append([]string{"train", "--quiet"}, c.args...)...)
+		if code != 1 {
+			t.Errorf("%v: exit code %d, want 1 (%s)", c.args, code, errOut)
+		}
+		oneCleanError(t, errOut, c.want)
+	}
+}
+
+// TestTrainConfigFlags: flags override the defaults, and the default run directory
+// names the ablations.
+func TestTrainConfigFlags(t *testing.T) {
+	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
+		decode: "hard", freeze: true, noLengthNorm: true}
+	o.set = newFlagSet("train", "")
+	cfg, err := o.pipelineConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := pipeline.CISized(mustDefault(t, "two_rooms"))
+	if cfg.Dataset != "fashion" || cfg.Seed != 7 || cfg.JointIters != 5 || cfg.AlphaDiv != 0 || cfg.Decode != "hard" ||
+		!cfg.FreezeVQVAE || !cfg.NoLengthNorm || cfg.Steps != ci.Steps || cfg.Episodes != ci.Episodes {
+		t.Errorf("config %+v", cfg)
+	}
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_frozen_nolennorm_nodiv"; got != want {
+		t.Errorf("runName = %q, want %q", got, want)
+	}
+}
+
+func mustDefault(t *testing.T, env string) pipeline.Config {
+	t.Helper()
+	c, err := pipeline.DefaultConfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
