@@ -26,8 +26,9 @@ var suites = map[string][]string{
 
 func runReproduce(args []string) error {
 	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images] [--seeds 3] [--out results] [--force]")
-	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos) or images (the 4 image benchmarks from pixels: Tables 3, 4)")
+	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), images (the 4 image benchmarks from pixels: Tables 3, 4) or ablation (joint-phase variants on aliased and two_rooms)")
 	dataset := fset.String("dataset", "mnist", "images suite: mnist or fashion")
+	arch := fset.String("arch", "conv", "images suite: VQ-VAE architecture, conv (the reference) or mlp (fast)")
 	runs := fset.String("runs", "runs", "images suite: where the run directories live")
 	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
@@ -42,7 +43,7 @@ func runReproduce(args []string) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
 	}
-	if *suite == "images" {
+	if *suite == "images" || *suite == "ablation" {
 		envs := imageBenchmarks
 		if *envsFlag != "" {
 			envs = strings.Split(*envsFlag, ",")
@@ -50,7 +51,16 @@ func runReproduce(args []string) error {
 		if *dataset != "mnist" && *dataset != "fashion" {
 			return fmt.Errorf("--dataset %q: must be mnist or fashion", *dataset)
 		}
-		return reproduceImages(envs, *dataset, *seeds, *runs, *out, *collect, *quiet)
+		if *arch != "conv" && *arch != "mlp" {
+			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)
+		}
+		if *suite == "ablation" {
+			if *envsFlag == "" {
+				envs = []string{"aliased", "two_rooms"}
+			}
+			return reproduceAblation(envs, *dataset, *arch, *seeds, *runs, *out, *quiet)
+		}
+		return reproduceImages(envs, *dataset, *arch, *seeds, *runs, *out, *collect, *quiet)
 	}
 	envs, ok := suites[*suite]
 	if !ok {

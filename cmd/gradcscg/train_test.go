@@ -56,7 +56,7 @@ func TestTrainConfigFlags(t *testing.T) {
 		!cfg.FreezeVQVAE || !cfg.NoLengthNorm || cfg.Steps != ci.Steps || cfg.Episodes != ci.Episodes {
 		t.Errorf("config %+v", cfg)
 	}
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_frozen_nolennorm_nodiv"; got != want {
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_frozen_nolennorm_nodiv"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 }
