@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/plan"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+)
+
+func init() {
+	register("plan", "plan with a learned map: localise, reach demonstrated goals in the true environment, score", runPlan)
+}
+
+// planOptions are the flags of "gradcscg plan".
+type planOptions struct {
+	run, model, env, layout string
+	pairs                   int
+	mode                    string
+	seed                    uint64
+	jsonPath                string
+	localize, demo          int
+	planner                 string
+	threshold, minProb      float64
+	obs, prior              string
+	noise, goalMass         float64
+	quiet                   bool
+}
+
+// planReport is the JSON written by --json: the closed-loop report and
+// where the map came from.
+type planReport struct {
+	Source  string  `json:"source"`  // run directory or model file
+	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
+	Obs     string  `json:"observations"`
+	Seconds float64 `json:"seconds"`
+	*plan.Report
+}
+
+func runPlan(args []string) error {
+	var o planOptions
+	fs := newFlagSet("plan", "--run DIR | --model FILE --env NAME [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
+	fs.StringVar(&o.run, "run", "", "finished pipeline run directory (image observations: held-out images through its frozen VQ-VAE)")
+	fs.StringVar(&o.model, "model", "", "symbolic cloned-HMM model file (from 'gradcscg symbolic --save'); needs --env or --layout")
+	fs.StringVar(&o.env, "env", "", "built-in environment of --model (see 'gradcscg envs')")
+	fs.StringVar(&o.layout, "layout", "", "custom layout file of --model (overrides --env)")
+	fs.IntVar(&o.pairs, "pairs", 200, "random (start, goal) pairs")
+	fs.StringVar(&o.mode, "mode", "both", "execution: open (whole plan blind), mpc (re-filter and re-plan every step) or both")
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the pairs, walks and observations")
+	fs.StringVar(&o.jsonPath, "json", "", "write the report (with every trial) as JSON to this path")
+	fs.IntVar(&o.localize, "localize", 20, "observations of the random walk that localises the agent before planning")
+	fs.IntVar(&o.demo, "demo", 20, "observations of the demonstration walk that ends at (and defines) the goal place")
+	fs.StringVar(&o.planner, "planner", "bfs", "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
+	fs.Float64Var(&o.threshold, "threshold", plan.DefaultThreshold, "bfs: smallest transition probability used as an edge")
+	fs.Float64Var(&o.minProb, "min-prob", plan.DefaultMinProb, "maxproduct: smallest acceptable path probability")
+	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens) or soft (the encoder's log ρ; image runs only); default soft for --run, hard for --model")
+	fs.Float64Var(&o.noise, "noise", 0, "hard emissions: assumed token misreading rate ε in [0, 1)")
+	fs.StringVar(&o.prior, "prior", "stationary", "belief before the first observation: stationary, uniform or pi")
+	fs.Float64Var(&o.goalMass, "goal-mass", plan.DefaultGoalMass, "belief a demonstration must put on one model place for an unambiguous goal")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := o.evalConfig()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	mp, env, observer, rep, err := o.load()
+	if err != nil {
+		return err
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "%s: %d places; map: %d states, %d model places; %d pairs\n",
+			env.Name, env.NumPlaces(), mp.N, mp.NumPlaces, cfg.Pairs)
+		bar := progress.New(stderr, "plan", cfg.Pairs)
+		cfg.Progress = func(done, total int) { bar.Update(done, "") }
+		defer bar.Done("")
+	}
+	r, err := plan.Evaluate(mp, env, observer, cfg)
+	if err != nil {
+		return err
+	}
+	rep.Report = r
+	rep.Seconds = time.Since(t0).Seconds()
+	writePlanTable(stdout, rep)
+	if o.jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(o.jsonPath, append(b, '\n')); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	}
+	return nil
+}
+
+// evalConfig checks the flags and turns them into a plan.EvalConfig.
+func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
+	cfg := plan.DefaultEvalConfig()
+	switch {
+	case (o.run == "") == (o.model == ""):
+		return cfg, fmt.Errorf("give either --run DIR (image run) or --model FILE with --env NAME (symbolic)")
+	case o.model != "" && o.env == "" && o.layout == "":
+		return cfg, fmt.Errorf("--model needs --env NAME or --layout FILE")
+	case o.run != "" && (o.env != "" || o.layout != ""):
+		return cfg, fmt.Errorf("--env and --layout go with --model; a run directory names its environment")
+	case o.pairs < 1:
+		return cfg, fmt.Errorf("--pairs %d: need at least 1", o.pairs)
+	case o.localize < 1 || o.demo < 1:
+		return cfg, fmt.Errorf("--localize %d, --demo %d: walks need at least 1 observation", o.localize, o.demo)
+	}
+	if o.obs == "" { // image runs filter the encoder's soft posterior by default
+		o.obs = "hard"
+		if o.run != "" {
+			o.obs = "soft"
+		}
+	}
+	switch {
+	case o.obs != "hard" && o.obs != "soft":
+		return cfg, fmt.Errorf("--obs %q: must be hard or soft", o.obs)
+	case o.obs == "soft" && o.model != "":
+		return cfg, fmt.Errorf("--obs soft needs an image run (--run); symbols have no soft posterior")
+	case o.obs == "soft" && o.noise != 0:
+		return cfg, fmt.Errorf("--noise applies to hard emissions only")
+	case !(o.threshold > 0 && o.threshold < 1):
+		return cfg, fmt.Errorf("--threshold %v: must be in (0, 1)", o.threshold)
+	case !(o.minProb > 0 && o.minProb <= 1):
+		return cfg, fmt.Errorf("--min-prob %v: must be in (0, 1]", o.minProb)
+	case !(o.noise >= 0 && o.noise < 1):
+		return cfg, fmt.Errorf("--noise %v: must be in [0, 1)", o.noise)
+	case !(o.goalMass > 0 && o.goalMass <= 1):
+		return cfg, fmt.Errorf("--goal-mass %v: must be in (0, 1]", o.goalMass)
+	}
+	switch o.mode {
+	case "open":
+		cfg.Modes = []plan.Mode{plan.OpenLoop}
+	case "mpc":
+		cfg.Modes = []plan.Mode{plan.MPC}
+	case "both":
+		cfg.Modes = []plan.Mode{plan.OpenLoop, plan.MPC}
+	default:
+		return cfg, fmt.Errorf("--mode %q: must be open, mpc or both", o.mode)
+	}
+	switch o.planner {
+	case "bfs":
+		cfg.Plan.Method = plan.BFS
+	case "maxproduct":
+		cfg.Plan.Method = plan.MaxProduct
+	default:
+		return cfg, fmt.Errorf("--planner %q: must be bfs or maxproduct", o.planner)
+	}
+	switch o.prior {
+	case "stationary":
+		cfg.Filter.Prior = plan.PriorStationary
+	case "uniform":
+		cfg.Filter.Prior = plan.PriorUniform
+	case "pi":
+		cfg.Filter.Prior = plan.PriorPi
+	default:
+		return cfg, fmt.Errorf("--prior %q: must be stationary, uniform or pi", o.prior)
+	}
+	cfg.Pairs, cfg.Seed, cfg.LocalizeSteps, cfg.DemoSteps = o.pairs, o.seed, o.localize, o.demo
+	cfg.Plan.Threshold, cfg.Plan.MinProb = o.threshold, o.minProb
+	cfg.Filter.Soft, cfg.Filter.Noise = o.obs == "soft", o.noise
+	cfg.GoalMass = o.goalMass
+	return cfg, nil
+}
+
+// load reads the map, its environment and the agent's observer.
+func (o *planOptions) load() (*plan.Map, *gridworld.Env, plan.Observer, *planReport, error) {
+	if o.model != "" {
+		env, err := loadEnv(o.env, o.layout)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		m, err := chmm.Load(o.model)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		toToken, classes := tokenMap(env)
+		if err := m.CheckCompatible(len(classes), env.NumActions()); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("%s does not fit environment %s: %w", o.model, env.Name, err)
+		}
+		mp, err := plan.NewMap(m)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.model, err)
+		}
+		sym := make(plan.Symbols, env.NumPlaces())
+		for g, c := range env.Class {
+			sym[g] = toToken[c]
+		}
+		return mp, env, sym, &planReport{Source: o.model, Dataset: "symbolic", Obs: "symbols"}, nil
+	}
+	res, err := pipeline.LoadRun(o.run)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("--run %s: %w", o.run, err)
+	}
+	env, err := res.Config.Environment()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
+	}
+	if err := res.HMM.CheckCompatible(res.HMM.K(), env.NumActions()); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("%s: the map does not fit environment %s: %w", o.run, env.Name, err)
+	}
+	mp, err := plan.NewMap(res.HMM)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
+	}
+	pool, err := encodeHeldOut(res, env, o.quiet)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
+	}
+	obs := "held-out " + res.Config.Dataset + " images, " + o.obs + " emissions"
+	return mp, env, pool, &planReport{Source: o.run, Dataset: res.Config.Dataset, Obs: obs}, nil
+}
+
+// encodeHeldOut encodes every test-split image of the environment's classes
+// with the run's frozen VQ-VAE: the pool fresh observations are drawn from.
+func encodeHeldOut(res *pipeline.Result, env *gridworld.Env, quiet bool) (*plan.Pool, error) {
+	set, err := dataset.Load(res.Config.Dataset, dataset.Test)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	if err := bank.Check(env.ClassesUsed()); err != nil {
+		return nil, err
+	}
+	want := map[int]bool{}
+	for _, c := range env.ClassesUsed() {
+		want[c] = true
+	}
+	var idx, labels []int
+	for i, l := range set.Labels {
+		if want[int(l)] {
+			idx, labels = append(idx, i), append(labels, int(l))
+		}
+	}
+	t0 := time.Now()
+	tokens, logRho, err := res.VQVAE.Encode(bank.Floats(idx, nil))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the held-out images: %w", err)
+	}
+	obs := make([]plan.Obs, len(tokens))
+	for i := range tokens {
+		if len(logRho[i]) != res.HMM.K() {
+			return nil, fmt.Errorf("the encoder has %d codes, the map %d tokens", len(logRho[i]), res.HMM.K())
+		}
+		obs[i] = plan.Obs{Token: tokens[i], LogRho: logRho[i]}
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "encoded %d held-out %s images in %.1fs\n", len(idx), res.Config.Dataset, time.Since(t0).Seconds())
+	}
+	return plan.NewPool(env.Class, labels, obs)
+}
+
+// writePlanTable prints the report as a table, one row per mode.
+func writePlanTable(w io.Writer, rep *planReport) {
+	fmt.Fprintf(w, "map %s (%s; %d states, %d model places)\n", rep.Source, rep.Obs, rep.States, rep.NumPlaces)
+	fmt.Fprintf(w, "filter: %s; planner: %s; localise %d, demo %d observations; budget %g·d + %d steps\n",
+		rep.Filter, rep.Planner, rep.Config.LocalizeSteps, rep.Config.DemoSteps, rep.Config.BudgetFactor, rep.Config.BudgetExtra)
+	fmt.Fprintf(w, "%-12s %-5s %6s %8s %20s %12s %10s\n", "env", "mode", "pairs", "success", "path ratio (mean±sd)", "unreachable", "ambiguous")
+	fmt.Fprintln(w, strings.Repeat("-", 79))
+	for _, m := range rep.Modes {
+		fmt.Fprintf(w, "%-12s %-5s %6d %8.3f %20s %12d %10d\n", rep.Env, m.Mode, m.Pairs, m.SuccessRate,
+			fmt.Sprintf("%.3f ± %.3f", m.PathRatioMean, m.PathRatioSD), m.Unreachable, m.Ambiguous)
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPlanBadArguments(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.chmm")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no map", nil, "give either --run DIR"},
+		{"run and model", []string{"--run", dir, "--model", model, "--env", "aliased"}, "give either --run DIR"},
+		{"model without env", []string{"--model", model}, "--model needs --env"},
+		{"run with env", []string{"--run", dir, "--env", "aliased"}, "--env and --layout go with --model"},
+		{"bad mode", []string{"--model", model, "--env", "aliased", "--mode", "sideways"}, `--mode "sideways"`},
+		{"bad planner", []string{"--model", model, "--env", "aliased", "--planner", "astar"}, `--planner "astar"`},
+		{"bad prior", []string{"--model", model, "--env", "aliased", "--prior", "flat"}, `--prior "flat"`},
+		{"no pairs", []string{"--model", model, "--env", "aliased", "--pairs", "0"}, "--pairs 0"},
+		{"bad threshold", []string{"--model", model, "--env", "aliased", "--threshold", "1.5"}, "--threshold 1.5"},
+		{"soft symbols", []string{"--model", model, "--env", "aliased", "--obs", "soft"}, "--obs soft needs an image run"},
+		{"bad obs", []string{"--model", model, "--env", "aliased", "--obs", "fuzzy"}, `--obs "fuzzy"`},
+		{"missing model file", []string{"--model", model, "--env", "aliased"}, "m.chmm"},
+		{"missing run dir", []string{"--run", filepath.Join(dir, "nowhere")}, "nowhere"},
+		{"not a run dir", []string{"--run", dir}, dir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"plan", "--quiet"}, tc.args...)...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1 (stderr %q)", code, errOut)
+			}
+			oneCleanError(t, errOut, tc.want)
+		})
+	}
+	code, _, errOut := run(t, "plan", "--no-such-flag")
+	if code != 2 || !strings.Contains(errOut, "no-such-flag") {
+		t.Errorf("unknown flag: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestPlanSymbolicModel(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "aliased.chmm")
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--episodes", "2", "--steps", "3000",
+		"--restarts", "1", "--quiet", "--save", model); code != 0 {
+		t.Fatalf("training failed (%d): %s", code, errOut)
+	}
+	out := filepath.Join(dir, "plan.json")
+	code, stdoutText, errOut := run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "40", "--quiet", "--json", out)
+	if code != 0 {
+		t.Fatalf("plan failed (%d): %s", code, errOut)
+	}
+	for _, want := range []string{"aliased", "open", "mpc", "success", "path ratio"} {
+		if !strings.Contains(stdoutText, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdoutText)
+		}
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Env     string `json:"env"`
+		Dataset string `json:"dataset"`
+		Modes   []struct {
+			Mode        string  `json:"mode"`
+			Pairs       int     `json:"pairs"`
+			SuccessRate float64 `json:"success_rate"`
+			Trials      []any   `json:"trials"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Env != "aliased" || rep.Dataset != "symbolic" || len(rep.Modes) != 2 {
+		t.Fatalf("report: env %q dataset %q, %d modes", rep.Env, rep.Dataset, len(rep.Modes))
+	}
+	for _, m := range rep.Modes {
+		if m.Pairs != 40 || len(m.Trials) != 40 || m.SuccessRate < 0.9 {
+			t.Errorf("%s: %d pairs, %d trials, success %.3f", m.Mode, m.Pairs, len(m.Trials), m.SuccessRate)
+		}
+	}
+
+	// The model does not fit another environment.
+	code, _, errOut = run(t, "plan", "--model", model, "--env", "two_rooms", "--quiet")
+	if code != 1 {
+		t.Errorf("mismatched environment: exit %d", code)
+	}
+	oneCleanError(t, errOut, "does not fit environment two_rooms")
+}

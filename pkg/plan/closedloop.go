@@ -1,0 +1,448 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+)
+
+// Mode is how a plan is executed in the closed-loop evaluation.
+type Mode string
+
+const (
+	// OpenLoop executes the whole first plan without looking.
+	OpenLoop Mode = "open"
+	// MPC (model-predictive control) takes the plan's first action,
+	// filters the new observation, re-plans, and stops when its most
+	// probable clone is a goal clone.
+	MPC Mode = "mpc"
+)
+
+// EvalConfig configures Evaluate. Zero fields take the defaults in
+// DefaultEvalConfig.
+type EvalConfig struct {
+	Pairs int    `json:"pairs"` // (start, goal) pairs
+	Seed  uint64 `json:"seed"`
+	// LocalizeSteps is the length (observations) of the random walk the
+	// agent takes before planning, whose history it filters.
+	LocalizeSteps int `json:"localize_steps"`
+	// DemoSteps is the length (observations) of the demonstration walk that
+	// ends at the goal place and defines the goal.
+	DemoSteps int `json:"demo_steps"`
+	// GoalMass: a demonstration goal is ambiguous when its model place
+	// holds less belief (BeliefGoal).
+	GoalMass float64 `json:"goal_mass"`
+	// Budget: an episode may take at most BudgetFactor·d + BudgetExtra
+	// steps, d the true shortest path length.
+	BudgetFactor float64      `json:"budget_factor"`
+	BudgetExtra  int          `json:"budget_extra"`
+	Modes        []Mode       `json:"modes"`
+	Filter       FilterConfig `json:"-"`
+	Plan         PlanConfig   `json:"-"`
+	// Progress, if set, is called after every pair with the pairs done.
+	Progress func(done, total int) `json:"-"`
+}
+
+// DefaultEvalConfig returns 200 pairs, seed 1, localisation and
+// demonstration walks of 20 observations, goal mass 0.9, a budget of
+// 3·d + 10 steps, both modes, the stationary prior with hard noiseless
+// tokens, and BFS at threshold 0.3.
+func DefaultEvalConfig() EvalConfig {
+	return EvalConfig{Pairs: 200, Seed: 1, LocalizeSteps: 20, DemoSteps: 20, GoalMass: DefaultGoalMass,
+		BudgetFactor: 3, BudgetExtra: 10, Modes: []Mode{OpenLoop, MPC}}
+}
+
+func (c EvalConfig) withDefaults() (EvalConfig, error) {
+	d := DefaultEvalConfig()
+	if c.Pairs == 0 {
+		c.Pairs = d.Pairs
+	}
+	if c.LocalizeSteps == 0 {
+		c.LocalizeSteps = d.LocalizeSteps
+	}
+	if c.DemoSteps == 0 {
+		c.DemoSteps = d.DemoSteps
+	}
+	if c.GoalMass == 0 {
+		c.GoalMass = d.GoalMass
+	}
+	if c.BudgetFactor == 0 {
+		c.BudgetFactor = d.BudgetFactor
+	}
+	if c.BudgetExtra == 0 {
+		c.BudgetExtra = d.BudgetExtra
+	}
+	if len(c.Modes) == 0 {
+		c.Modes = d.Modes
+	}
+	switch {
+	case c.Pairs < 0:
+		return c, fmt.Errorf("plan: evaluate: pairs %d < 0", c.Pairs)
+	case c.LocalizeSteps < 0 || c.DemoSteps < 0:
+		return c, fmt.Errorf("plan: evaluate: walk lengths must be positive (localize %d, demo %d)", c.LocalizeSteps, c.DemoSteps)
+	case !(c.GoalMass > 0 && c.GoalMass <= 1):
+		return c, fmt.Errorf("plan: evaluate: goal mass %v outside (0, 1]", c.GoalMass)
+	case !(c.BudgetFactor >= 1) || c.BudgetExtra < 0:
+		return c, fmt.Errorf("plan: evaluate: budget %v·d + %d: need factor ≥ 1 and extra ≥ 0", c.BudgetFactor, c.BudgetExtra)
+	}
+	for _, m := range c.Modes {
+		if m != OpenLoop && m != MPC {
+			return c, fmt.Errorf("plan: evaluate: unknown mode %q (open or mpc)", m)
+		}
+	}
+	if err := c.Filter.Validate(); err != nil {
+		return c, err
+	}
+	if _, err := c.Plan.withDefaults(1); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Trial is one (start, goal) pair executed in one mode.
+type Trial struct {
+	Pair     int  `json:"pair"`
+	Start    int  `json:"start"`    // true place where planning begins (end of the localisation walk)
+	Goal     int  `json:"goal"`     // true goal place (end of the demonstration walk)
+	Shortest int  `json:"shortest"` // true shortest path length d ≥ 1
+	Budget   int  `json:"budget"`
+	Steps    int  `json:"steps"` // actions executed
+	End      int  `json:"end"`   // true place at the end
+	Success  bool `json:"success"`
+	// Unreachable: the first plan found no path. Ambiguous: the
+	// demonstration goal was ambiguous (BeliefGoal).
+	Unreachable bool    `json:"unreachable"`
+	Ambiguous   bool    `json:"ambiguous"`
+	GoalMass    float64 `json:"goal_mass"`
+	PlanLen     int     `json:"plan_len"` // length of the first plan
+	Replans     int     `json:"replans"`  // MPC: plans made
+	Explore     int     `json:"explore"`  // MPC: random actions taken when no plan was found
+	Resets      int     `json:"resets"`   // filter restarts (impossible observations)
+}
+
+// ModeResult scores one mode over all pairs.
+type ModeResult struct {
+	Mode        Mode    `json:"mode"`
+	Pairs       int     `json:"pairs"`
+	Successes   int     `json:"successes"`
+	SuccessRate float64 `json:"success_rate"`
+	// PathRatioMean and PathRatioSD: steps taken / true shortest path, over
+	// the successes (sample standard deviation; 0 with fewer than two).
+	PathRatioMean float64 `json:"path_ratio_mean"`
+	PathRatioSD   float64 `json:"path_ratio_sd"`
+	Unreachable   int     `json:"unreachable"`
+	Ambiguous     int     `json:"ambiguous"`
+	// AmbiguousSuccesses counts the successes among the ambiguous pairs.
+	AmbiguousSuccesses int     `json:"ambiguous_successes"`
+	MeanSteps          float64 `json:"mean_steps"`
+	Resets             int     `json:"resets"`
+	Trials             []Trial `json:"trials"`
+}
+
+// Report is the closed-loop evaluation of one map.
+type Report struct {
+	Env       string       `json:"env"`
+	Places    int          `json:"places"`
+	States    int          `json:"num_states"`
+	NumPlaces int          `json:"model_places"` // model places (Map.NumPlaces)
+	Config    EvalConfig   `json:"config"`
+	Filter    string       `json:"filter"` // prior and emissions
+	Planner   string       `json:"planner"`
+	Modes     []ModeResult `json:"modes"`
+}
+
+// Evaluate runs the closed-loop planning evaluation of the package
+// documentation on the true environment env: cfg.Pairs pairs, each with a
+// localisation walk, a demonstration walk ending at the goal place, a plan
+// and its execution in every mode of cfg.Modes. obs gives the agent's
+// observations (Symbols or a Pool of encoded held-out images). All pairs,
+// walks and observations of the localisation and demonstration are the same
+// in every mode; the result depends only on cfg.Seed.
+func Evaluate(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if env.NumPlaces() < 2 {
+		return nil, fmt.Errorf("plan: evaluate: %s has %d place(s); planning needs two", env.Name, env.NumPlaces())
+	}
+	if env.NumActions() != mp.A {
+		return nil, fmt.Errorf("plan: evaluate: the model has %d actions, environment %s %d", mp.A, env.Name, env.NumActions())
+	}
+	dist := Distances(env)
+	pred := predecessors(env)
+	rep := &Report{Env: env.Name, Places: env.NumPlaces(), States: mp.N, NumPlaces: mp.NumPlaces, Config: cfg,
+		Filter:  describeFilter(cfg.Filter),
+		Planner: describePlanner(cfg.Plan)}
+	for _, m := range cfg.Modes {
+		rep.Modes = append(rep.Modes, ModeResult{Mode: m, Pairs: cfg.Pairs})
+	}
+	for pair := range cfg.Pairs {
+		trials, err := runPair(mp, env, obs, cfg, dist, pred, pair)
+		if err != nil {
+			return nil, fmt.Errorf("plan: evaluate: pair %d: %w", pair, err)
+		}
+		for i := range rep.Modes {
+			rep.Modes[i].Trials = append(rep.Modes[i].Trials, trials[i])
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(pair+1, cfg.Pairs)
+		}
+	}
+	for i := range rep.Modes {
+		rep.Modes[i].score()
+	}
+	return rep, nil
+}
+
+func describeFilter(c FilterConfig) string {
+	switch {
+	case c.Soft:
+		return c.Prior.String() + " prior, soft emissions"
+	case c.Noise > 0:
+		return fmt.Sprintf("%s prior, hard tokens with misread rate %g", c.Prior, c.Noise)
+	}
+	return c.Prior.String() + " prior, hard tokens"
+}
+
+func describePlanner(c PlanConfig) string {
+	c, _ = c.withDefaults(0)
+	if c.Method == MaxProduct {
+		return fmt.Sprintf("max-product, min path probability %g", c.MinProb)
+	}
+	return fmt.Sprintf("bfs, threshold %g", c.Threshold)
+}
+
+// score fills the summary fields from the trials.
+func (r *ModeResult) score() {
+	var ratios []float64
+	steps := 0
+	for _, t := range r.Trials {
+		steps += t.Steps
+		r.Resets += t.Resets
+		if t.Unreachable {
+			r.Unreachable++
+		}
+		if t.Ambiguous {
+			r.Ambiguous++
+		}
+		if t.Success {
+			r.Successes++
+			ratios = append(ratios, float64(t.Steps)/float64(t.Shortest))
+			if t.Ambiguous {
+				r.AmbiguousSuccesses++
+			}
+		}
+	}
+	if r.Pairs > 0 {
+		r.SuccessRate = float64(r.Successes) / float64(r.Pairs)
+		r.MeanSteps = float64(steps) / float64(r.Pairs)
+	}
+	r.PathRatioMean, r.PathRatioSD = meanSD(ratios)
+}
+
+// meanSD returns the mean and the sample standard deviation (0 for fewer
+// than two values).
+func meanSD(x []float64) (mean, sd float64) {
+	if len(x) == 0 {
+		return 0, 0
+	}
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	if len(x) < 2 {
+		return mean, 0
+	}
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(x)-1))
+}
+
+// runPair draws pair number pair and executes it in every mode.
+func runPair(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, dist [][]int, pred [][]step, pair int) ([]Trial, error) {
+	walkRng := rand.New(rand.NewPCG(cfg.Seed, uint64(pair)<<2))
+	seeRng := rand.New(rand.NewPCG(cfg.Seed, uint64(pair)<<2|1))
+
+	// Localisation: a uniform random walk from a uniform start place.
+	locPlaces, locActions := randomWalk(env, walkRng, walkRng.IntN(env.NumPlaces()), cfg.LocalizeSteps)
+	here := locPlaces[len(locPlaces)-1]
+	// The goal: a uniform place other than here, shown by a demonstration
+	// walk that ends there.
+	goalPlace := walkRng.IntN(env.NumPlaces() - 1)
+	if goalPlace >= here {
+		goalPlace++
+	}
+	demoPlaces, demoActions := walkTo(walkRng, pred, goalPlace, cfg.DemoSteps)
+	if dist[here][goalPlace] < 0 {
+		return nil, fmt.Errorf("true goal place %d unreachable from place %d", goalPlace, here)
+	}
+
+	locObs := observeAll(obs, seeRng, locPlaces)
+	demoObs := observeAll(obs, seeRng, demoPlaces)
+	loc, err := mp.FilterHistory(locObs, locActions, cfg.Filter)
+	if err != nil {
+		return nil, fmt.Errorf("localisation walk: %w", err)
+	}
+	demo, err := mp.FilterHistory(demoObs, demoActions, cfg.Filter)
+	if err != nil {
+		return nil, fmt.Errorf("demonstration walk: %w", err)
+	}
+	goal, err := mp.BeliefGoal(demo.Belief(), cfg.GoalMass)
+	if err != nil {
+		return nil, err
+	}
+
+	d := dist[here][goalPlace]
+	base := Trial{Pair: pair, Start: here, Goal: goalPlace, Shortest: d, Ambiguous: goal.Ambiguous, GoalMass: goal.Mass,
+		Budget: int(math.Floor(cfg.BudgetFactor*float64(d))) + cfg.BudgetExtra}
+	out := make([]Trial, len(cfg.Modes))
+	for i, m := range cfg.Modes {
+		exec := rand.New(rand.NewPCG(cfg.Seed, uint64(pair)<<2|2))
+		if m == MPC {
+			exec = rand.New(rand.NewPCG(cfg.Seed, uint64(pair)<<2|3))
+		}
+		t := base
+		if err := execute(mp, env, obs, cfg, m, loc.Clone(), goal, exec, &t); err != nil {
+			return nil, fmt.Errorf("%s: %w", m, err)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// execute runs one trial from the localised filter f and fills t.
+func execute(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, mode Mode, f *Filter, goal Goal, rng *rand.Rand, t *Trial) error {
+	place := t.Start
+	first, err := mp.Plan(f.Belief(), goal, cfg.Plan)
+	switch {
+	case errors.Is(err, ErrUnreachable):
+		t.Unreachable = true
+	case err != nil:
+		return err
+	default:
+		t.PlanLen = first.Len()
+	}
+	t.Replans = 1
+	if mode == OpenLoop {
+		if !t.Unreachable {
+			for _, a := range first.Actions[:min(first.Len(), t.Budget)] {
+				place = env.Next(place, a)
+				t.Steps++
+			}
+		}
+		t.End, t.Success = place, place == t.Goal
+		return nil
+	}
+	p, perr := first, err
+	for t.Steps < t.Budget {
+		var a int
+		switch {
+		case errors.Is(perr, ErrUnreachable):
+			a = rng.IntN(env.ActionsAt(place)) // lost: explore, then re-localise
+			t.Explore++
+		case perr != nil:
+			return perr
+		case p.Len() == 0:
+			t.End, t.Success, t.Resets = place, place == t.Goal, f.Resets()
+			return nil // the agent believes it is at the goal
+		default:
+			a = p.Actions[0]
+		}
+		place = env.Next(place, a)
+		t.Steps++
+		if err := f.Step(a, obs.Observe(rng, place)); err != nil {
+			return err
+		}
+		p, perr = mp.Plan(f.Belief(), goal, cfg.Plan)
+		t.Replans++
+	}
+	// Out of budget: the agent may still have arrived without knowing it.
+	t.End, t.Success, t.Resets = place, place == t.Goal, f.Resets()
+	return nil
+}
+
+// observeAll observes every place of a walk.
+func observeAll(obs Observer, rng *rand.Rand, places []int) []Obs {
+	out := make([]Obs, len(places))
+	for i, g := range places {
+		out[i] = obs.Observe(rng, g)
+	}
+	return out
+}
+
+// randomWalk is a uniform random walk of steps observations from start:
+// actions uniform over env.ActionsAt, sticky dynamics.
+func randomWalk(env *gridworld.Env, rng *rand.Rand, start, steps int) (places, actions []int) {
+	places = []int{start}
+	for len(places) < steps {
+		g := places[len(places)-1]
+		a := rng.IntN(env.ActionsAt(g))
+		actions = append(actions, a)
+		places = append(places, env.Next(g, a))
+	}
+	return places, actions
+}
+
+// step is a move: action a taken at place from.
+type step struct{ from, a int }
+
+// predecessors lists, for every place q, the moves (p, a) with a <
+// ActionsAt(p) and Next(p, a) = q (p = q for sticky moves).
+func predecessors(env *gridworld.Env) [][]step {
+	pred := make([][]step, env.NumPlaces())
+	for p := range env.NumPlaces() {
+		for a := range env.ActionsAt(p) {
+			q := env.Next(p, a)
+			pred[q] = append(pred[q], step{p, a})
+		}
+	}
+	return pred
+}
+
+// walkTo draws a walk of steps observations that ends at goal by sampling it
+// backwards: from the end, each previous move is uniform over the moves that
+// lead to the current place. Every move is a valid forward move.
+func walkTo(rng *rand.Rand, pred [][]step, goal, steps int) (places, actions []int) {
+	places = make([]int, max(steps, 1))
+	actions = make([]int, len(places)-1)
+	places[len(places)-1] = goal
+	for t := len(places) - 2; t >= 0; t-- {
+		ps := pred[places[t+1]]
+		m := ps[rng.IntN(len(ps))]
+		places[t], actions[t] = m.from, m.a
+	}
+	return places, actions
+}
+
+// Distances returns the true shortest path lengths d[g][h] (in actions) of
+// env by breadth-first search over its sticky dynamics; -1 where h is
+// unreachable from g.
+func Distances(env *gridworld.Env) [][]int {
+	n := env.NumPlaces()
+	d := make([][]int, n)
+	for g := range n {
+		row := make([]int, n)
+		for h := range row {
+			row[h] = -1
+		}
+		row[g] = 0
+		queue := []int{g}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			for a := range env.ActionsAt(p) {
+				if q := env.Next(p, a); row[q] < 0 {
+					row[q] = row[p] + 1
+					queue = append(queue, q)
+				}
+			}
+		}
+		d[g] = row
+	}
+	return d
+}
