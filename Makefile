@@ -11,20 +11,28 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion ablation figures plan clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion ablation figures notebooks clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gradcscg
 
-# System packages the project uses beyond Go (Fashion-MNIST from Debian); idempotent.
+# Everything beyond Go: Jupyter and the GoNB kernel (notebooks/), Fashion-MNIST, goimports,
+# a warm build cache; then the main job at quick-start size: learn the aliased room's map
+# from MNIST pixels by executing notebooks/00_quickstart.ipynb. Idempotent
+# (scripts/setup.sh --help).
 setup: build
-	bash scripts/install-fashion.sh
+	bash scripts/setup.sh --quickstart
 
-# The main job on a fresh machine: build, then learn a map (see README).
+# Execute every notebook headlessly at CI size (also part of `make test`, which skips it
+# without Jupyter). NB_OUT=DIR keeps the executed notebooks, HTML and screenshots.
+notebooks:
+	GRADCSCG_NB_OUT=$(NB_OUT) $(GO) test -count=1 -timeout 20m -v -run TestNotebooks ./notebooks/
+
+# A map from pixels from the shell in about a minute (aliased, MLP VQ-VAE, 4 × 5,000 steps).
 demo: build
-	$(BIN) symbolic --env two_rooms --trainer gradient --seed 1
+	$(BIN) train --env aliased --size ci --run runs/demo_aliased
 
 # The default test suite (what .ci/run calls). Kept well under 20 minutes on 2 cores.
 test:

@@ -37,6 +37,7 @@ func runReproduce(args []string) error {
 	force := fset.Bool("force", false, "re-run runs whose report already exists")
 	quiet := fset.Bool("quiet", false, "no per-run progress output")
 	collect := fset.Bool("collect", false, "train nothing: tabulate the reports that exist")
+	restarts := fset.Int("restarts", 3, "symbolic suites, EM: initialisations tried per run (the best training likelihood is kept)")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func runReproduce(args []string) error {
 					continue
 				}
 				if rep == nil {
-					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: 3, quiet: *quiet})
+					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: *restarts, quiet: *quiet})
 					if err != nil {
 						return fmt.Errorf("%s seed %d: %w", key, seed, err)
 					}

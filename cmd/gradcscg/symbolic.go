@@ -233,6 +233,12 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 		"eval":  time.Since(tEval).Seconds(),
 		"total": time.Since(t0).Seconds(),
 	}
+	if o.trainer == "em" {
+		if rep.Extra == nil {
+			rep.Extra = map[string]any{}
+		}
+		rep.Extra["em_restarts"] = max(1, o.restarts)
+	}
 	if o.savePath != "" {
 		m.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
 		if err := m.Save(o.savePath); err != nil {

@@ -31,7 +31,7 @@ type trainOptions struct {
 	episodes, steps, jointIters, clones               int
 	alphaDiv                                          float64
 	decode, budget, arch                              string
-	freeze, noLengthNorm                              bool
+	freeze, noLengthNorm, supervised                  bool
 }
 
 func runTrain(args []string) error {
@@ -54,6 +54,7 @@ func runTrain(args []string) error {
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
 	f.BoolVar(&o.noLengthNorm, "no-length-norm", false, "ablation: drop the 1/T length normalisation of the HMM term")
+	f.BoolVar(&o.supervised, "supervised-warmup", false, "comparison only: add the reference's digit-classification loss to the warm-up (uses labels)")
 	f.StringVar(&o.jsonPath, "json", "", "also write the evaluation report as JSON to this path")
 	f.BoolVar(&o.reevaluate, "reevaluate", false, "re-score the finished run in --run with the current evaluation (rewrites its report.json)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
@@ -173,6 +174,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	cfg.FreezeVQVAE = cfg.FreezeVQVAE || o.freeze
 	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
+	cfg.SupervisedWarmup = cfg.SupervisedWarmup || o.supervised
 	return cfg, cfg.Validate()
 }
 
@@ -191,6 +193,9 @@ func runName(cfg pipeline.Config) string {
 	}
 	if cfg.AlphaDiv == 0 {
 		name += "_nodiv"
+	}
+	if cfg.SupervisedWarmup {
+		name += "_supervised"
 	}
 	return name
 }

@@ -1,4 +1,3 @@
-// Package figures draws the project's figures as PNG files.
 package figures
 
 import (
@@ -9,11 +8,10 @@ import (
 	"image/draw"
 	"image/png"
 
-	"github.com/gradcscg/gradcscg/pkg/atomicfile"
-
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot/vg"
 )
 
 // Reconstruction-figure geometry (pixels).
@@ -96,10 +94,21 @@ func WriteReconstructionsPNG(path string, inputs, recons []float32, tokens []int
 	return writeFileAtomic(path, buf.Bytes())
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	if err := atomicfile.WriteFile(path, data); err != nil {
-		return fmt.Errorf("figures: %w", err)
+// ReconstructionFigure is paper Figure 4 as a Figure: Reconstructions (pixels
+// scaled 3×) in an ImagePanel under title, sized so that every image pixel is
+// drawn as 2×2 PNG pixels.
+func ReconstructionFigure(inputs, recons []float32, tokens []int, side int, title string) (*Figure, error) {
+	img, err := Reconstructions(inputs, recons, tokens, side, 3)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	b := img.Bounds()
+	// Figure.Draw pads the tile by 4 points on each side and the title takes
+	// titleHeight; at DPI 144 a point is two pixels.
+	w := vg.Length(b.Dx()) + 8
+	h := vg.Length(b.Dy()) + 8
+	if title != "" {
+		h += titleHeight
+	}
+	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{ImagePanel{Img: img}}, Width: w, Height: h, Title: title}, nil
 }

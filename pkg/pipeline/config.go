@@ -153,11 +153,12 @@ func ConfigFor(e *gridworld.Env) Config {
 	if b, err := gridworld.Named(e.Name); err != nil || b.Layout() != e.Layout() {
 		layout = e.Layout()
 	}
-	v := vqvae.DefaultConfig(e.NumClasses())
+	k := len(e.ClassesUsed()) // one code per class shown (a layout may skip class ids)
+	v := vqvae.DefaultConfig(k)
 	return Config{
 		Env: e.Name, Layout: layout, Dataset: "mnist", Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
-		K: e.NumClasses(), D: v.D, F: v.F, Arch: string(v.Arch),
+		K: k, D: v.D, F: v.F, Arch: string(v.Arch),
 		Beta: v.Beta, Gamma: v.Gamma, Eps: v.Eps, Tau: v.Tau, Revive: v.Revive,
 		WarmupEpochs: 4, WarmupBatch: 128, WarmupLR: vqvae.DefaultLearningRate,
 		Recenter: true, RecenterFrames: 8192,

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+// checkPNGFile checks that path holds a decodable, non-empty PNG.
+func checkPNGFile(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() < 50 || b.Dy() < 50 {
+		t.Errorf("%s: %v is too small", path, b)
+	}
+}
+
+func TestFiguresBadArguments(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := run(t, "figures", "--format", "bmp", "--out", dir, "--quiet")
+	if code != 1 {
+		t.Errorf("--format bmp: exit %d", code)
+	}
+	oneCleanError(t, errOut, `--format "bmp"`)
+	code, _, errOut = run(t, "figures", "--no-such-flag")
+	if code != 2 || !strings.Contains(errOut, "no-such-flag") {
+		t.Errorf("unknown flag: exit %d, stderr %q", code, errOut)
+	}
+	// A model file that does not fit its environment.
+	models := filepath.Join(dir, "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := chmm.New([]int{1, 1}, 4, nil) // square has 25 symbols
+	if err := m.Save(filepath.Join(models, "square.model")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "figures", "--runs", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "out"), "--models", models, "--quiet")
+	if code != 1 {
+		t.Errorf("misfit model: exit %d", code)
+	}
+	oneCleanError(t, errOut, "square.model")
+}
+
+// TestFiguresLayoutsSymbolicAndSkips draws the layout figures and Figure 3 from
+// (untrained, so instant) symbolic models in --models, and skips an unfinished
+// run directory with a note.
+func TestFiguresLayoutsSymbolicAndSkips(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range symbolicFigureEnvs {
+		env, err := gridworld.Named(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := chmm.New(chmm.UniformClones(len(env.ClassesUsed()), 2), env.NumActions(), rand.New(rand.NewPCG(1, 2)))
+		if err := m.Save(filepath.Join(models, name+".model")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := filepath.Join(dir, "runs")
+	unfinished := filepath.Join(runs, "aliased_unfinished")
+	if err := os.MkdirAll(unfinished, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(unfinished, pipeline.ConfigFile), mustJSON(t, cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "figs")
+	code, _, errOut := run(t, "figures", "--runs", runs, "--out", out, "--models", models)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"note: skipping " + unfinished, "no finished aliased run", "loaded"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, name := range []string{"fig2_benchmarks", "fig2_all", "fig2_layout_three_rooms", "fig2_layout_two_rooms", "fig3_symbolic"} {
+		checkPNGFile(t, filepath.Join(out, name+".png"))
+	}
+	// SVG output by --format.
+	code, _, errOut = run(t, "figures", "--runs", runs, "--out", out, "--symbolic=false", "--format", "svg", "--quiet")
+	if code != 0 {
+		t.Fatalf("svg: exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "fig2_benchmarks.svg"))
+	if err != nil || !strings.Contains(string(data), "<svg") {
+		t.Errorf("fig2_benchmarks.svg: %v, %.40q", err, data)
+	}
+}
+
+// TestFiguresFromRun trains a tiny pipeline run (seconds, not a meaningful map)
+// and draws Figures 4, 5, 6 and the Table 4 plot from it.
+func TestFiguresFromRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny pipeline run")
+	}
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "runs", "aliased_tiny")
+	cfg, err := pipeline.DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Arch = "mlp"
+	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 1, 600, 600
+	cfg.WarmupEpochs, cfg.WarmupBatch, cfg.RecenterFrames = 1, 64, 600
+	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 4, 32, 2, 2
+	cfg.FinalIters = 20
+	if _, err := pipeline.Run(context.Background(), runDir, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "figs")
+	code, _, errOut := run(t, "figures", "--runs", filepath.Join(dir, "runs"), "--out", out, "--symbolic=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut, "differs from report.json") {
+		t.Errorf("the figure's held-out decoding is not the evaluated one:\n%s", errOut)
+	}
+	for _, name := range []string{"fig4_aliased_tiny", "fig5_aliased_tiny", "fig6_aliased_tiny", "table4_aliased", "fig5"} {
+		checkPNGFile(t, filepath.Join(out, name+".png"))
+	}
+}
+
+// mustJSON marshals v as indented JSON.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

@@ -1,0 +1,161 @@
+package notebook
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/figures"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+// PNGer is anything that renders itself as PNG bytes: a *figures.Figure.
+type PNGer interface {
+	PNG() ([]byte, error)
+}
+
+// Show displays a figure (a *figures.Figure at its natural size).
+func Show(f PNGer) error {
+	b, err := f.PNG()
+	if err != nil {
+		return err
+	}
+	return PNG(b)
+}
+
+// SymbolicReadout reads a symbolic run's map for paper Figure 3 (figures.NewReadout):
+// its held-out Viterbi path assigned to places, the recovered graph from the path's
+// transitions (> 0.2 % of T, Sec. 5.3), tokens coloured by the class they stand for.
+func SymbolicReadout(run *SymbolicRun) (*figures.Readout, error) {
+	if run == nil || run.Model == nil {
+		return nil, fmt.Errorf("notebook: SymbolicReadout of no run")
+	}
+	return figures.NewReadout(run.Env, run.Model, run.HeldOut.Places, run.States,
+		figures.ReadoutOptions{TokenClass: run.Classes})
+}
+
+// RunReadout reads a pixel run's map for paper Figure 5: DecodeHeldOut, the decoded
+// clones assigned to places, the recovered graph from the Viterbi path, and as each
+// token's picture the held-out image whose latent lies nearest to the token's code
+// vector (figures.TokenImages).
+func RunReadout(res *pipeline.Result) (*figures.Readout, error) {
+	h, err := DecodeHeldOut(res)
+	if err != nil {
+		return nil, err
+	}
+	r, err := figures.NewReadout(h.Env, res.HMM, h.Episode.Places, h.States, figures.ReadoutOptions{})
+	if err != nil {
+		return nil, err
+	}
+	decoded, nearest, err := figures.TokenImages(res.VQVAE, h.Images, h.Side)
+	if err != nil {
+		return nil, err
+	}
+	for k := range nearest {
+		if nearest[k] == nil {
+			nearest[k] = decoded[k]
+		}
+	}
+	r.TokenImages, r.ImageSide = nearest, h.Side
+	r.Title = fmt.Sprintf("%s (%s)", h.Env.Name, res.Config.Dataset)
+	return r, nil
+}
+
+// Reconstructions draws paper Figure 4 for a pixel run: the first n images of its
+// held-out episode above the VQ-VAE's reconstructions, each labelled with its token.
+func Reconstructions(res *pipeline.Result, n int) error {
+	h, err := DecodeHeldOut(res)
+	if err != nil {
+		return err
+	}
+	p := h.Side * h.Side
+	n = min(n, len(h.Images)/p)
+	if n < 1 {
+		return fmt.Errorf("notebook: Reconstructions of %d images", n)
+	}
+	in := h.Images[:n*p]
+	rec, tokens, err := res.VQVAE.Reconstruct(in)
+	if err != nil {
+		return err
+	}
+	img, err := figures.Reconstructions(in, rec, tokens, h.Side, 2)
+	if err != nil {
+		return err
+	}
+	return Image(img)
+}
+
+// History returns a pixel run's loss history (history.jsonl) as figures.Record for
+// figures.TrainingDynamics (paper Figure 6).
+func History(res *pipeline.Result) []figures.Record {
+	out := make([]figures.Record, len(res.History))
+	for i, r := range res.History {
+		out[i] = figures.Record(r)
+	}
+	return out
+}
+
+// LikelihoodPlot plots the training log-likelihood per step ℓ/T (Sec. 3.4) of
+// symbolic runs against wall-clock seconds, one line per run labelled by labels:
+// how fast EM and gradient descent climb (the EM curve includes its Viterbi phase).
+func LikelihoodPlot(title string, labels []string, runs []*SymbolicRun) (*plot.Plot, error) {
+	if len(labels) != len(runs) {
+		return nil, fmt.Errorf("notebook: %d labels for %d runs", len(labels), len(runs))
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds"
+	p.Y.Label.Text = "training ℓ/T (nats per step)"
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Add(plotter.NewGrid())
+	for i, run := range runs {
+		if run == nil || run.History == nil || len(run.History.LogLik) == 0 {
+			return nil, fmt.Errorf("notebook: run %q has no training history", labels[i])
+		}
+		h := run.History
+		var xy plotter.XYs
+		for j, ll := range h.LogLik {
+			if j < len(h.Seconds) && !math.IsNaN(ll) && !math.IsInf(ll, 0) {
+				xy = append(xy, plotter.XY{X: h.Seconds[j], Y: ll})
+			}
+		}
+		if len(xy) == 0 {
+			return nil, fmt.Errorf("notebook: run %q has no finite log-likelihood", labels[i])
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = figures.ClassColor(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(labels[i], l)
+	}
+	return p, nil
+}
+
+// WriteLayout writes a custom layout (the gridworld layout format) to
+// RunsRoot()/<name>.txt atomically and returns the path, for gridworld.LoadLayout.
+func WriteLayout(name, text string) (string, error) {
+	root, err := RunsRoot()
+	if err != nil {
+		return "", err
+	}
+	if name == "" || filepath.Base(name) != name {
+		return "", fmt.Errorf("notebook: layout name %q: want a plain file name", name)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("notebook: %w", err)
+	}
+	path := filepath.Join(root, name+".txt")
+	if err := atomicfile.WriteFile(path, []byte(text)); err != nil {
+		return "", fmt.Errorf("notebook: %w", err)
+	}
+	return path, nil
+}

@@ -1,0 +1,152 @@
+package notebook
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+// PipelineConfig returns the pixel-pipeline configuration (paper Sec. 3.6) the
+// notebooks train env with: pipeline.DefaultConfig(env) at full size, Smoke of it at
+// CI size.
+func PipelineConfig(env string) (pipeline.Config, error) {
+	cfg, err := pipeline.DefaultConfig(env)
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	return sized(cfg)
+}
+
+// PipelineConfigFor is PipelineConfig for any environment, e.g. a custom layout.
+func PipelineConfigFor(e *gridworld.Env) (pipeline.Config, error) {
+	return sized(pipeline.ConfigFor(e))
+}
+
+// QuickConfig returns the quick-start configuration for env, at both sizes:
+// pipeline.CISized of the default one (the MLP VQ-VAE, 4 episodes of 5,000 steps), which
+// recovers the map of aliased from MNIST pixels (seeds 1–3: Viterbi-path map F1 1.00,
+// state→place purity 1.00) in about a minute on two cores.
+func QuickConfig(env string) (pipeline.Config, error) {
+	e, err := gridworld.Named(env)
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	return QuickConfigFor(e)
+}
+
+// QuickConfigFor is QuickConfig for any environment, e.g. a custom layout.
+func QuickConfigFor(e *gridworld.Env) (pipeline.Config, error) {
+	if _, err := Size(); err != nil {
+		return pipeline.Config{}, err
+	}
+	return pipeline.CISized(pipeline.ConfigFor(e)), nil
+}
+
+func sized(cfg pipeline.Config) (pipeline.Config, error) {
+	size, err := Size()
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	if size == SizeCI {
+		cfg = Smoke(cfg)
+	}
+	return cfg, nil
+}
+
+// Smoke shrinks a configuration to run in a few seconds: the MLP VQ-VAE (D = 16), 2
+// episodes of 600 steps (held-out 1,000), 2 warm-up epochs of batch 64, 16 joint
+// iterations of 2 chunks × 64 steps, 100 finalisation iterations. It exercises every
+// phase but does not recover the map (measured on aliased: Viterbi-path recall ≈ 0.5).
+func Smoke(cfg pipeline.Config) pipeline.Config {
+	cfg.Arch, cfg.D = "mlp", 16
+	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
+	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
+	cfg.RecenterFrames = 1000
+	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 16, 64, 2, 5
+	cfg.FinalIters = 100
+	return cfg
+}
+
+// Pipeline trains, resumes or loads the pixel run called name (in RunDir(name)) with
+// cfg, writing progress lines to stderr, and returns the loaded run.
+func Pipeline(name string, cfg pipeline.Config) (*pipeline.Result, error) {
+	dir, err := RunDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return PipelineIn(dir, cfg, os.Stderr)
+}
+
+// PipelineIn is Pipeline for a run directory dir, with progress to progressOut (nil:
+// none).
+func PipelineIn(dir string, cfg pipeline.Config, progressOut io.Writer) (*pipeline.Result, error) {
+	if _, err := pipeline.Run(context.Background(), dir, cfg, progressOut); err != nil {
+		return nil, err
+	}
+	return pipeline.LoadRun(dir)
+}
+
+// SymbolicNamed trains or loads the symbolic run called name (in RunDir(name)) with
+// cfg, writing progress lines to stderr.
+func SymbolicNamed(name string, cfg SymbolicConfig) (*SymbolicRun, error) {
+	dir, err := RunDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return Symbolic(dir, cfg, os.Stderr)
+}
+
+// FinishedRun returns the directory runs/<name> at the repository root (not
+// GRADCSCG_RUNS_DIR: full-size runs are shared with `gradcscg train` and `gradcscg
+// reproduce`) and whether it holds a finished pipeline run.
+func FinishedRun(name string) (string, bool) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", false
+	}
+	dir := filepath.Join(root, "runs", name)
+	for _, f := range []string{pipeline.ConfigFile, pipeline.ReportFile, pipeline.CHMMFile, pipeline.VQVAEFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return dir, false
+		}
+	}
+	return dir, true
+}
+
+// Benchmark returns the MNIST run of a benchmark environment (paper Sec. 5.2) with the
+// given seed, and a sentence saying where it came from. A finished run in
+// runs/<env>_mnist_seed<seed> (the directory `gradcscg train` and `gradcscg reproduce`
+// use) is loaded at either size. Otherwise, at full size the paper's configuration is
+// trained (or resumed) there; at CI size a Smoke-sized run is trained in
+// RunDir("nb_<env>_seed<seed>").
+func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
+	name := fmt.Sprintf("%s_mnist_seed%d", env, seed)
+	dir, done := FinishedRun(name)
+	if done {
+		res, err := pipeline.LoadRun(dir)
+		return res, fmt.Sprintf("loaded the finished full-size run runs/%s", name), err
+	}
+	cfg, err := PipelineConfig(env)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.Seed = seed
+	size, err := Size()
+	if err != nil {
+		return nil, "", err
+	}
+	if size == SizeFull {
+		if dir == "" {
+			return nil, "", fmt.Errorf("notebook: no repository root above the working directory for runs/%s", name)
+		}
+		res, err := PipelineIn(dir, cfg, os.Stderr)
+		return res, fmt.Sprintf("trained the full-size run runs/%s", name), err
+	}
+	res, err := Pipeline(fmt.Sprintf("nb_%s_seed%d", env, seed), cfg)
+	return res, "trained a CI-sized run (no finished full-size run in runs/" + name + ")", err
+}
