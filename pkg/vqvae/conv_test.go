@@ -295,3 +295,56 @@ func TestZeroBorderEqualsCropAndPad(t *testing.T) {
 		}
 	}
 }
+
+// TestSubPixelOutputMatchesReference checks the decoder's output layer (sub-pixel form
+// in, col2im product, batch-major out) against the explicit formulation it replaces —
+// depth-to-space of the input, a 2×2 convolution with padding 0, depth-to-space and a
+// one-pixel crop — values and gradients w.r.t. the input, weights and bias.
+func TestSubPixelOutputMatchesReference(t *testing.T) {
+	tests := []struct {
+		b, h, w, c, o int
+		act           activation
+	}{
+		{2, 3, 4, 3, 1, actSigmoid},
+		{3, 4, 3, 2, 2, actNone},
+		{1, 3, 3, 2, 1, actReLU},
+		{2, 8, 8, 2, 1, actSigmoid}, // the reference network's 8×8 sub-pixel grid
+	}
+	for _, tc := range tests {
+		name := fmt.Sprintf("b%d_%dx%dx%d_o%d_%s", tc.b, tc.h, tc.w, tc.c, tc.o, tc.act)
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 12))
+			h := randSlice(rng, 4*tc.c*tc.h*tc.w*tc.b, 1)
+			w := randSlice(rng, 4*tc.o*tc.c*4, 0.6)
+			bias := randSlice(rng, 4*tc.o, 0.3)
+			side, sideW := 4*tc.h-4, 4*tc.w-4
+			r := randSlice(rng, tc.b*side*sideW*tc.o, 1)
+			run := func(mine bool) []*tensors.Tensor {
+				return MustNewExec(testBackend(), func(h, w, b, r *Node) []*Node {
+					var y *Node
+					if mine {
+						y = subPixelOutput(h, w, b, tc.act)
+					} else {
+						y = cropBorder(depthToSpace(conv2D(depthToSpace(h), w, b, 0, 0, tc.act))) // [O,S,S,B]
+						y = TransposeAllAxes(y, 3, 1, 2, 0)
+					}
+					return append([]*Node{y}, Gradient(ReduceAllSum(Mul(y, r)), h, w, b)...)
+				}).MustCall(
+					tensors.FromFlatDataAndDimensions(h, 4*tc.c, tc.h, tc.w, tc.b),
+					tensors.FromFlatDataAndDimensions(w, 4*tc.o, tc.c, 2, 2),
+					tensors.FromFlatDataAndDimensions(bias, 4*tc.o),
+					tensors.FromFlatDataAndDimensions(r, tc.b, side, sideW, tc.o))
+			}
+			got, want := run(true), run(false)
+			if !got[0].Shape().Equal(want[0].Shape()) {
+				t.Fatalf("shape %s, want %s", got[0].Shape(), want[0].Shape())
+			}
+			for i, what := range []string{"value", "dh", "dW", "db"} {
+				g, w := flat64(t, got[i]), flat64(t, want[i])
+				if d := maxAbsDiff(g, w); d > 1e-12*(1+maxAbs(w)) {
+					t.Errorf("%s: max |diff| = %g (max |want| = %g)", what, d, maxAbs(w))
+				}
+			}
+		})
+	}
+}

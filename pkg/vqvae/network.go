@@ -278,11 +278,11 @@ func (c Config) Decode(scope *model.Scope, q *Node) *Node {
 	h = conv2D(h, w1, b1, 1, 1, actReLU) // [2F,S/4,S/4,B]
 	w2, b2 := w("up1")
 	// Sub-pixel upsampling to [F,S/2,S/2,B]; the border is zeroed instead of cropped, so
-	// it serves as the next layer's zero padding.
-	h = subPixelRaw(h, w2, b2, actReLU, true) // [F,S/2+2,S/2+2,B], border ring = 0
+	// it serves as the next layer's zero padding. The result stays in sub-pixel form:
+	// [4F,S/4+1,S/4+1,B] holds the zero-bordered [F,S/2+2,S/2+2,B] (see subpixel.go).
+	h = conv2DMasked(h, w2, b2, 1, 1, actReLU, subPixelBorderMask(4*f, base+1, base+1))
 	w3, b3 := w("up2")
-	h = cropBorder(depthToSpace(conv2D(h, w3, b3, 0, 0, actSigmoid))) // [1,S,S,B]
-	return Reshape(TransposeAllAxes(Reshape(h, s*s, bsz), 1, 0), bsz, s, s, 1)
+	return subPixelOutput(h, w3, b3, actSigmoid) // [B,S,S,1]
 }
 
 // outputBiasPath is the scope of the decoder's output layer.
