@@ -239,8 +239,8 @@ func LayoutGraph(n int, edges [][2]int, target [][2]float64) ([][2]float64, erro
 }
 
 // minSeparation is the smallest distance LayoutGraph leaves between two nodes, in
-// units of the median edge length: discs of radius 0.27 and framed images of
-// half-size 0.27·1.2 do not overlap.
+// units of the median edge length: discs of radius 0.27 do not overlap (image
+// nodes are sized from the layout instead: imageNodeRadius).
 const minSeparation = 0.66
 
 // layoutComponent lays out one component (node ids comp, sorted) and returns the

@@ -146,29 +146,124 @@ const (
 	tileH = 260
 )
 
-// Layouts draws paper Figure 2: the layout of each environment side by side, at
-// most four per row (LayoutPanel: one colour per class with its id printed,
-// walls grey; graph environments as graphs). It works for every built-in and
-// custom environment.
+// Layouts draws paper Figure 2: the layout of each environment, at most four per
+// row (LayoutPanel: one colour per class with its id printed, walls grey; graph
+// environments as graphs). It works for every built-in and custom environment.
+// Panels have square cells and fill their tiles: within a row every panel has
+// the same height and a width in proportion to its grid's columns/rows, the
+// row filling the figure's width (justifiedRows), so a tall grid such as
+// two_rooms (13×9) is as tall as its square neighbours.
 func Layouts(envs ...*gridworld.Env) (*Figure, error) {
 	if len(envs) == 0 {
 		return nil, errors.New("figures.Layouts: no environment")
 	}
 	cols := min(len(envs), 4)
-	rows := (len(envs) + cols - 1) / cols
-	aspect := 1.0 // tallest rows/cols ratio, so tall grids get taller tiles
+	j := justifiedRows{perRow: cols, titleH: panelTitleHeight()}
 	for i, e := range envs {
 		if e == nil {
 			return nil, fmt.Errorf("figures.Layouts: environment %d is nil", i)
 		}
+		aspect := 1.0 // graphs are laid out in a square
 		if !e.IsGraph() {
-			aspect = max(aspect, float64(e.Rows)/float64(e.Cols))
+			aspect = float64(e.Cols) / float64(max(e.Rows, 1))
+		}
+		j.panels = append(j.panels, LayoutPanel{Env: e})
+		j.aspects = append(j.aspects, aspect)
+	}
+	w := vg.Length(cols) * tileW
+	h := j.height(w - 8) // Figure.Draw pads its single tile by 4 points a side
+	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{j}, Width: w, Height: h + 8}, nil
+}
+
+// justifiedRows lays panels out in rows of perRow, like a justified photo
+// gallery: panel i's drawing has width aspects[i] × the row's height (plus a
+// title band of titleH above it); a full row's height makes the row exactly as
+// wide as the canvas (at most maxRowAspect × that width), a shorter last row
+// takes the height of the row above and is centred. Panels then fill their
+// tiles with no margin wasted.
+type justifiedRows struct {
+	panels  []Panel
+	aspects []float64 // drawing width / height of each panel
+	perRow  int
+	titleH  vg.Length
+}
+
+// Spacing of justifiedRows (points).
+const (
+	justifiedGapX = 8
+	justifiedGapY = 8
+)
+
+// rowHeights returns the drawing height (without title) of every row for a
+// canvas w points wide.
+func (j justifiedRows) rowHeights(w vg.Length) []vg.Length {
+	var hs []vg.Length
+	for from := 0; from < len(j.panels); from += j.perRow {
+		to := min(from+j.perRow, len(j.panels))
+		sum := 0.0
+		for _, a := range j.aspects[from:to] {
+			sum += max(a, 0.05)
+		}
+		free := w - vg.Length(to-from-1)*justifiedGapX
+		h := free / vg.Length(sum)
+		h = min(h, free*maxRowAspect) // a lone very tall grid stays in bounds
+		if to-from < j.perRow && len(hs) > 0 {
+			h = min(h, hs[len(hs)-1])
+		}
+		hs = append(hs, max(h, 1))
+	}
+	return hs
+}
+
+// maxRowAspect caps a row's height at this multiple of the figure's width.
+const maxRowAspect = 1.6
+
+// height is the total height of the rows (titles and gaps included) at width w.
+func (j justifiedRows) height(w vg.Length) vg.Length {
+	hs := j.rowHeights(w)
+	var total vg.Length
+	for _, h := range hs {
+		total += h + j.titleH
+	}
+	return total + vg.Length(max(len(hs)-1, 0))*justifiedGapY
+}
+
+// Draw implements Panel: the rows at the canvas width, scaled down uniformly
+// when they are taller than the canvas, centred.
+func (j justifiedRows) Draw(c draw.Canvas) {
+	cw, ch := c.Max.X-c.Min.X, c.Max.Y-c.Min.Y
+	w := cw
+	if th := j.height(w); th > ch && th > 0 {
+		// Heights scale with the width (titles and gaps do not): shrink the
+		// width until the rows fit.
+		for range 30 {
+			w *= ch / j.height(w)
+			if j.height(w) <= ch*1.0005 {
+				break
+			}
 		}
 	}
-	aspect = min(aspect, 1.6)
-	fig := &Figure{Rows: rows, Cols: cols, Width: vg.Length(cols) * tileW, Height: vg.Length(rows) * (tileH - tileW + tileW*vg.Length(aspect))}
-	for _, e := range envs {
-		fig.Panels = append(fig.Panels, LayoutPanel{Env: e})
+	hs := j.rowHeights(w)
+	y := c.Max.Y - (ch-j.height(w))/2
+	for r, h := range hs {
+		from := r * j.perRow
+		to := min(from+j.perRow, len(j.panels))
+		rowW := vg.Length(to-from-1) * justifiedGapX
+		for _, a := range j.aspects[from:to] {
+			rowW += h * vg.Length(max(a, 0.05))
+		}
+		x := c.Min.X + (cw-rowW)/2
+		for i := from; i < to; i++ {
+			pw := h * vg.Length(max(j.aspects[i], 0.05))
+			tile := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - j.titleH - h},
+				Max: vg.Point{X: x + pw, Y: y},
+			}}
+			if j.panels[i] != nil {
+				j.panels[i].Draw(tile)
+			}
+			x += pw + justifiedGapX
+		}
+		y -= h + j.titleH + justifiedGapY
 	}
-	return fig, nil
 }

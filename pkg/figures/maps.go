@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot/vg"
@@ -309,10 +310,84 @@ func (p RecoveredGraphPanel) Draw(c draw.Canvas) {
 		}
 		nodes[i] = ns
 	}
-	radius := 0.27 // minSeparation keeps nodes of this size apart
+	radius := 0.27 // minSeparation keeps discs of this size apart
+	if p.Images && r.TokenImages != nil {
+		radius = imageNodeRadius(pts)
+		separateSquares(pts, 2.4*radius*1.05) // the few nodes closer than that
+	}
 	minX, maxX, minY, maxY := boundsOf(pts, radius*1.6)
 	f := fitFrame(c, minX, maxX, minY, maxY, 2)
 	drawGraph(c, f, pts, edges, colors, nodes, radius)
+}
+
+// imageNodeRadius is the half-size r of the image nodes of a recovered graph laid
+// out at pts: drawGraph frames an image of side 2r with a ring of r/5, so the
+// framed node is 2.4r wide, and r makes that 0.8 × the median distance from a
+// node to its nearest neighbour in the max-norm max(|Δx|, |Δy|) (square nodes
+// overlap exactly when their centres are closer than their side in that norm).
+// On grid-like layouts neighbours are then 0.2 node sides apart, whatever the
+// number of clones. Few or coincident nodes give 0.27, the disc radius.
+func imageNodeRadius(pts [][2]float64) float64 {
+	d := medianNearest(pts)
+	if !(d > 1e-9) || math.IsInf(d, 0) {
+		return 0.27
+	}
+	return min(0.8*d/2.4, 1)
+}
+
+// medianNearest is the median over points of the max-norm distance to the
+// nearest other point (+Inf for fewer than two points).
+func medianNearest(pts [][2]float64) float64 {
+	if len(pts) < 2 {
+		return math.Inf(1)
+	}
+	nn := make([]float64, len(pts))
+	for i, p := range pts {
+		nn[i] = math.Inf(1)
+		for j, q := range pts {
+			if i != j {
+				nn[i] = min(nn[i], max(math.Abs(p[0]-q[0]), math.Abs(p[1]-q[1])))
+			}
+		}
+	}
+	slices.Sort(nn)
+	if m := len(nn); m%2 == 0 {
+		return (nn[m/2-1] + nn[m/2]) / 2
+	}
+	return nn[len(nn)/2]
+}
+
+// separateSquares nudges apart the points whose max-norm distance is below d
+// (square nodes of side d would overlap), each pair moving along the axis where
+// they are already farther apart, by just enough; a few relaxation sweeps.
+// Points that coincide split along x.
+func separateSquares(xy [][2]float64, d float64) {
+	for range 50 {
+		moved := false
+		for i := range xy {
+			for j := i + 1; j < len(xy); j++ {
+				dx, dy := xy[j][0]-xy[i][0], xy[j][1]-xy[i][1]
+				if max(math.Abs(dx), math.Abs(dy)) >= d {
+					continue
+				}
+				axis, delta := 0, dx
+				if math.Abs(dy) > math.Abs(dx) {
+					axis, delta = 1, dy
+				}
+				sign := 1.0
+				if delta < 0 {
+					sign = -1
+				}
+				push := (d - math.Abs(delta)) / 2 * 1.01
+				xy[i][axis] -= sign * push
+				xy[j][axis] += sign * push
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
 }
 
 // trueAdjacency is the set of true undirected place edges (a < b).

@@ -8,10 +8,13 @@ import (
 	"image/draw"
 	"image/png"
 
-	"golang.org/x/image/font"
+	xfont "golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
+	vgdraw "gonum.org/v1/plot/vg/draw"
 )
 
 // Reconstruction-figure geometry (pixels).
@@ -20,42 +23,40 @@ const (
 	reconGap    = 4
 	reconLabelH = 15 // height of the token label under each column
 	reconRowLab = 44 // width of the row labels on the left
+	reconFontPx = 11 // label font size (pixels)
 )
 
-// Reconstructions draws the VQ-VAE reconstruction figure: the input images in the top
-// row, their reconstructions in the row below, and under each column the token the
-// encoder assigned ("t3"). inputs and recons hold n images of side×side pixels in
-// [0,1] (row-major, values outside are clipped); tokens has one entry per image.
-// Every pixel is drawn as a scale×scale block.
+// Reconstructions draws the VQ-VAE reconstruction figure as a raster: the input
+// images in the top row, their reconstructions in the row below, and under each
+// column the token the encoder assigned ("t3"), on a dark background. inputs and
+// recons hold n images of side×side pixels in [0,1] (row-major, values outside
+// are clipped); tokens has one entry per image. Every pixel is drawn as a
+// scale×scale block (nearest neighbour); labels are anti-aliased Liberation Sans.
+// ReconstructionFigure draws the same as a vector Figure.
 func Reconstructions(inputs, recons []float32, tokens []int, side, scale int) (*image.RGBA, error) {
-	if side < 1 || scale < 1 {
-		return nil, fmt.Errorf("figures.Reconstructions: side %d and scale %d must be ≥ 1", side, scale)
+	n, err := checkRecon("figures.Reconstructions", inputs, recons, tokens, side)
+	if err != nil {
+		return nil, err
+	}
+	if scale < 1 {
+		return nil, fmt.Errorf("figures.Reconstructions: scale %d must be ≥ 1", scale)
 	}
 	p := side * side
-	if len(inputs) == 0 || len(inputs)%p != 0 {
-		return nil, fmt.Errorf("figures.Reconstructions: %d input values is not a positive multiple of %d×%d", len(inputs), side, side)
-	}
-	n := len(inputs) / p
-	if len(recons) != len(inputs) {
-		return nil, fmt.Errorf("figures.Reconstructions: %d reconstruction values for %d input values", len(recons), len(inputs))
-	}
-	if len(tokens) != n {
-		return nil, fmt.Errorf("figures.Reconstructions: %d tokens for %d images", len(tokens), n)
-	}
 	cell := side * scale
 	w := reconMargin*2 + reconRowLab + n*cell + (n-1)*reconGap
 	h := reconMargin*2 + 2*cell + reconGap + reconLabelH
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.NewUniform(color.RGBA{0x20, 0x20, 0x20, 0xff}), image.Point{}, draw.Src)
 
-	face := basicfont.Face7x13
+	face := labelFace(reconFontPx)
+	ascent := face.Metrics().Ascent.Round()
 	text := func(s string, x, baseline int) {
-		d := font.Drawer{Dst: img, Src: image.White, Face: face, Dot: fixed.P(x, baseline)}
+		d := xfont.Drawer{Dst: img, Src: image.White, Face: face, Dot: fixed.P(x, baseline)}
 		d.DrawString(s)
 	}
 	rowY := []int{reconMargin, reconMargin + cell + reconGap}
 	for r, label := range []string{"input", "recon"} {
-		text(label, reconMargin, rowY[r]+cell/2+5)
+		text(label, reconMargin, rowY[r]+(cell+ascent)/2)
 	}
 	for i := range n {
 		x0 := reconMargin + reconRowLab + i*(cell+reconGap)
@@ -74,10 +75,46 @@ func Reconstructions(inputs, recons []float32, tokens []int, side, scale int) (*
 			}
 		}
 		label := fmt.Sprintf("t%d", tokens[i])
-		lw := font.MeasureString(face, label).Round()
-		text(label, x0+(cell-lw)/2, h-reconMargin-2)
+		lw := xfont.MeasureString(face, label).Round()
+		top := rowY[1] + cell
+		text(label, x0+(cell-lw)/2, top+(h-reconMargin/2-top+ascent)/2)
 	}
 	return img, nil
+}
+
+// checkRecon validates the inputs of a reconstruction figure and returns the
+// number of images.
+func checkRecon(fn string, inputs, recons []float32, tokens []int, side int) (int, error) {
+	if side < 1 {
+		return 0, fmt.Errorf("%s: side %d must be ≥ 1", fn, side)
+	}
+	p := side * side
+	if len(inputs) == 0 || len(inputs)%p != 0 {
+		return 0, fmt.Errorf("%s: %d input values is not a positive multiple of %d×%d", fn, len(inputs), side, side)
+	}
+	n := len(inputs) / p
+	if len(recons) != len(inputs) {
+		return 0, fmt.Errorf("%s: %d reconstruction values for %d input values", fn, len(recons), len(inputs))
+	}
+	if len(tokens) != n {
+		return 0, fmt.Errorf("%s: %d tokens for %d images", fn, len(tokens), n)
+	}
+	return n, nil
+}
+
+// labelFace returns Liberation Sans at px pixels for drawing into rasters (the
+// font of the vector figures), or the basic bitmap font if it cannot be loaded.
+// A face is not safe for concurrent use: make one per raster.
+func labelFace(px float64) xfont.Face {
+	f := font.DefaultCache.Lookup(font.Font{Typeface: "Liberation", Variant: "Sans"}, font.Length(px))
+	if f.Face == nil {
+		return basicfont.Face7x13
+	}
+	face, err := opentype.NewFace(f.Face, &opentype.FaceOptions{Size: px, DPI: 72, Hinting: xfont.HintingFull})
+	if err != nil {
+		return basicfont.Face7x13
+	}
+	return face
 }
 
 // WriteReconstructionsPNG draws Reconstructions (pixels scaled 3×) and writes it to
@@ -94,21 +131,80 @@ func WriteReconstructionsPNG(path string, inputs, recons []float32, tokens []int
 	return writeFileAtomic(path, buf.Bytes())
 }
 
-// ReconstructionFigure is paper Figure 4 as a Figure: Reconstructions (pixels
-// scaled 3×) in an ImagePanel under title, sized so that every image pixel is
-// drawn as 2×2 PNG pixels.
+// ReconstructionFigure draws paper Figure 4 as a Figure: the input images in the
+// top row, their VQ-VAE reconstructions below, the token of each column under
+// it ("t3"), row labels on the left, under title. Every image pixel is a
+// sharp-edged block of 3 points (6×6 PNG pixels at DPI; nearest-neighbour
+// scaling, drawPixels); labels are vector text. Arguments as Reconstructions.
 func ReconstructionFigure(inputs, recons []float32, tokens []int, side int, title string) (*Figure, error) {
-	img, err := Reconstructions(inputs, recons, tokens, side, 3)
-	if err != nil {
+	if _, err := checkRecon("figures.ReconstructionFigure", inputs, recons, tokens, side); err != nil {
 		return nil, err
 	}
-	b := img.Bounds()
-	// Figure.Draw pads the tile by 4 points on each side and the title takes
-	// titleHeight; at DPI 144 a point is two pixels.
-	w := vg.Length(b.Dx()) + 8
-	h := vg.Length(b.Dy()) + 8
+	p := reconPanel{inputs: inputs, recons: recons, tokens: tokens, side: side}
+	w, h := p.size()
+	// Figure.Draw pads the tile by 4 points on each side; the title takes titleHeight.
+	w, h = w+8, h+8
 	if title != "" {
 		h += titleHeight
 	}
-	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{ImagePanel{Img: img}}, Width: w, Height: h, Title: title}, nil
+	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{p}, Width: w, Height: h, Title: title}, nil
+}
+
+// Geometry of ReconstructionFigure (points).
+const (
+	reconPixelPt = 3  // one image pixel
+	reconLabelPt = 44 // row-label column
+	reconGapPt   = 4  // between images
+	reconTokenPt = 16 // token-label row
+)
+
+// reconPanel draws ReconstructionFigure's grid: n images of side² values in inputs
+// and recons, tokens [n].
+type reconPanel struct {
+	inputs, recons []float32
+	tokens         []int
+	side           int
+}
+
+// size is the panel's natural size.
+func (p reconPanel) size() (w, h vg.Length) {
+	n := len(p.tokens)
+	cell := vg.Length(p.side) * reconPixelPt
+	return reconLabelPt + vg.Length(n)*cell + vg.Length(n-1)*reconGapPt, 2*cell + reconGapPt + reconTokenPt
+}
+
+// Draw implements Panel: at natural size, or scaled down to fit c, centred.
+func (p reconPanel) Draw(c vgdraw.Canvas) {
+	n := len(p.tokens)
+	pix := p.side * p.side
+	if n == 0 || len(p.inputs) < n*pix || len(p.recons) < n*pix {
+		return
+	}
+	w, h := p.size()
+	cw, ch := c.Max.X-c.Min.X, c.Max.Y-c.Min.Y
+	s := min(1, cw/w, ch/h)
+	if !(s > 0) {
+		return
+	}
+	x0 := c.Min.X + (cw-w*s)/2
+	top := c.Max.Y - (ch-h*s)/2
+	cell := vg.Length(p.side) * reconPixelPt * s
+	gap := reconGapPt * s
+	rowTop := []vg.Length{top, top - cell - gap}
+	lab := textStyle(11*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
+	for r, label := range []string{"input", "recon"} {
+		c.FillText(lab, vg.Point{X: x0 + (reconLabelPt-6)*s, Y: rowTop[r] - cell/2}, label)
+	}
+	tok := textStyle(10*s, color.Black, vgdraw.XCenter, vgdraw.YCenter)
+	for i := range n {
+		x := x0 + reconLabelPt*s + vg.Length(i)*(cell+gap)
+		for r, src := range [][]float32{p.inputs[i*pix : (i+1)*pix], p.recons[i*pix : (i+1)*pix]} {
+			img, err := grayImage(src, p.side)
+			if err != nil {
+				continue
+			}
+			drawPixels(c, vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[r] - cell}, Max: vg.Point{X: x + cell, Y: rowTop[r]}}, img)
+		}
+		c.FillText(tok, vg.Point{X: x + cell/2, Y: rowTop[1] - cell - reconTokenPt*s/2}, fmt.Sprintf("t%d", p.tokens[i]))
+	}
 }

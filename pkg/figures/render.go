@@ -52,7 +52,12 @@ func (f *Figure) Draw(c draw.Canvas) {
 	fillRect(c, c.Rectangle, color.White)
 	if f.Title != "" {
 		sty := textStyle(13, color.Black, draw.XCenter, draw.YTop)
-		sty.Font.Weight = xfont.WeightBold
+		// vgpdf registers the bold face under the plain style but selects it
+		// with style "B", which go-pdf rejects ("undefined font"): PDF titles
+		// are regular.
+		if _, pdf := c.Canvas.(*vgpdf.Canvas); !pdf {
+			sty.Font.Weight = xfont.WeightBold
+		}
 		c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Max.Y - 4}, f.Title)
 		c = draw.Crop(c, 0, 0, 0, -titleHeight)
 	}
@@ -203,13 +208,7 @@ func drawPixels(c draw.Canvas, r vg.Rectangle, img image.Image) {
 	if b.Empty() || !(r.Max.X > r.Min.X) || !(r.Max.Y > r.Min.Y) {
 		return
 	}
-	dpi := 0.0
-	switch cv := c.Canvas.(type) {
-	case *vgimg.Canvas:
-		dpi = cv.DPI()
-	case vgimg.PngCanvas:
-		dpi = cv.DPI()
-	}
+	dpi := rasterDPI(c.Canvas)
 	if dpi == 0 { // vector output
 		k := int(math.Ceil(float64(r.Max.X-r.Min.X) * vectorDotsPerPoint / float64(b.Dx())))
 		k = max(1, min(k, 16))
@@ -227,6 +226,26 @@ func drawPixels(c draw.Canvas, r vg.Rectangle, img image.Image) {
 		Max: vg.Point{X: vg.Length(x1) * perDot, Y: vg.Length(y1) * perDot},
 	}
 	c.DrawImage(snapped, scaleNearest(img, x1-x0, y1-y0))
+}
+
+// rasterDPI returns the resolution of a raster (vgimg) canvas, looking through
+// the draw.Canvas wrappers that tiling adds, and 0 for vector canvases.
+func rasterDPI(cv vg.Canvas) float64 {
+	for range 64 {
+		switch c := cv.(type) {
+		case *vgimg.Canvas:
+			return c.DPI()
+		case vgimg.PngCanvas:
+			return c.DPI()
+		case draw.Canvas:
+			cv = c.Canvas
+		case *draw.Canvas:
+			cv = c.Canvas
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // scaleNearest resizes img to w×h pixels by nearest-neighbour sampling: output
@@ -310,13 +329,22 @@ func fillCircle(c draw.Canvas, ctr vg.Point, r vg.Length, fill color.Color, edge
 	}
 }
 
-// panelTitle draws title at the top of c and returns the canvas below it.
+// panelTitleHeight is the band a one-line panelTitle takes.
+func panelTitleHeight() vg.Length {
+	return textStyle(10, color.Black, draw.XCenter, draw.YTop).Height("M") + 4
+}
+
+// panelTitle draws title at the top of c (10 points, smaller when it is wider
+// than c) and returns the canvas below it.
 func panelTitle(c draw.Canvas, title string) draw.Canvas {
 	if title == "" {
 		return c
 	}
 	sty := textStyle(10, color.Black, draw.XCenter, draw.YTop)
-	h := sty.Height(title) + 4
+	if w, avail := sty.Width(title), c.Max.X-c.Min.X-2; w > avail && avail > 0 {
+		sty.Font.Size = max(sty.Font.Size*avail/w, 6)
+	}
+	h := panelTitleHeight()
 	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Max.Y - 1}, title)
 	return draw.Crop(c, 0, 0, 0, -h)
 }
