@@ -29,7 +29,7 @@ type trainOptions struct {
 	quiet, reevaluate                                 bool
 	set                                               *flag.FlagSet // to tell which flags were given
 	episodes, steps, jointIters, clones               int
-	alphaDiv                                          float64
+	alphaDiv, collapseFrac, lambda                    float64
 	decode, budget, arch                              string
 	freeze, noLengthNorm, supervised                  bool
 }
@@ -50,6 +50,8 @@ func runTrain(args []string) error {
 	f.IntVar(&o.clones, "clones", 0, "clones per token in the joint phase (0: default)")
 	f.Float64Var(&o.alphaDiv, "alpha-div", -1, "diversity-penalty weight α_div (-1: default 0.1; 0 disables it)")
 	f.StringVar(&o.arch, "arch", "", "VQ-VAE architecture: conv (the reference, default) or mlp (≈10× faster, weaker)")
+	f.Float64Var(&o.collapseFrac, "collapse-frac", -1, "collapse guard: roll the perception back when perplexity falls below this fraction of its best (-1: default 0.75; 0 disables)")
+	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
@@ -165,6 +167,12 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	if o.decode != "" {
 		cfg.Decode = o.decode
+	}
+	if o.collapseFrac >= 0 {
+		cfg.CollapseFrac = o.collapseFrac
+	}
+	if o.lambda >= 0 {
+		cfg.Lambda = o.lambda
 	}
 	if o.arch != "" {
 		cfg.Arch = o.arch
