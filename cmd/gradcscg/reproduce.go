@@ -131,6 +131,9 @@ func runReproduce(args []string) error {
 			}
 		}
 	}
+	// The table covers the whole suite: a run of a subset (--envs, --trainers) adds its
+	// rows to the reports already in dir instead of replacing the table with them.
+	order, groups = suiteReports(dir, suites[*suite], *seeds, order, groups)
 	md := symbolicTable(*suite, order, groups)
 	path := filepath.Join(*out, *suite+".md")
 	if err := writeFileAtomic(path, []byte(md)); err != nil {
@@ -139,6 +142,35 @@ func runReproduce(args []string) error {
 	fmt.Fprint(stdout, md)
 	fmt.Fprintf(stderr, "table written to %s\n", path)
 	return nil
+}
+
+// suiteReports adds to groups (keyed env/trainer, in order) the reports of seeds 1..seeds
+// that exist in dir for every environment of the suite and both trainers, and returns the
+// combined row order: the suite's environments first, then any others already in order.
+func suiteReports(dir string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
+	var all []string
+	seen := map[string]bool{}
+	for _, env := range envs {
+		for _, tr := range []string{"gradient", "em"} {
+			key := env + "/" + tr
+			all, seen[key] = append(all, key), true
+			if len(groups[key]) > 0 {
+				continue // this invocation ran or read them
+			}
+			for seed := 1; seed <= seeds; seed++ {
+				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed)))
+				if err == nil {
+					groups[key] = append(groups[key], r)
+				}
+			}
+		}
+	}
+	for _, key := range order {
+		if !seen[key] {
+			all = append(all, key)
+		}
+	}
+	return all, groups
 }
 
 // symbolicTable renders mean ± s.d. over seeds, one row per environment and trainer.
