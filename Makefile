@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-plan ablation figures notebooks clean
 
 all: build
 
@@ -63,6 +63,15 @@ reproduce-fashion: build
 # The same with the MLP VQ-VAE (≈10× faster joint phase); writes results/mlp_table3.md.
 reproduce-images-mlp: build
 	$(BIN) reproduce --suite images --arch mlp --dataset mnist --seeds 3 --out results
+
+# Closed-loop planning with the conv and MLP image maps (runs/ or results/plan/); writes results/plan.md.
+reproduce-plan: build
+	$(BIN) reproduce --suite plan --arch all --out results
+
+# The paper's figures from the finished runs in runs/ (Figures 4-6, Table 4 per run) and
+# the symbolic models in runs/symbolic_models (Figure 3; missing ones are trained): figures/*.png.
+figures: build
+	$(BIN) figures --runs runs --out figures --models runs/symbolic_models
 
 # Ablations of the joint phase on aliased and two_rooms (seed 1, MLP VQ-VAE): frozen
 # VQ-VAE, no length normalisation, no diversity penalty; writes results/mlp_ablation.md.

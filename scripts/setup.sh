@@ -101,8 +101,9 @@ go install github.com/janpfeifer/gonb || fail "go install github.com/janpfeifer/
 
 # --- Jupyter kernel ------------------------------------------------------------------
 step "GoNB Jupyter kernel"
-# gopls (code completion only) is optional: --force_deps installs without it.
-"$gobin/gonb" --install --force_deps || fail "gonb --install --force_deps"
+# gopls (code completion only) is optional: --force_deps installs without it. gonb
+# looks for goimports on PATH, hence $gobin first.
+PATH="$gobin:$PATH" "$gobin/gonb" --install --force_deps || fail "gonb --install --force_deps"
 kernel_dir=$(jupyter kernelspec list --json 2>/dev/null |
 	/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["kernelspecs"].get("gonb",{}).get("resource_dir",""))') ||
 	fail "jupyter kernelspec list --json"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -44,38 +45,61 @@ type planReport struct {
 	*plan.Report
 }
 
+// defaultPlanOptions returns the defaults of the flags of "gradcscg plan".
+func defaultPlanOptions() planOptions {
+	return planOptions{pairs: 200, mode: "both", seed: 1, localize: 20, demo: 20, planner: "bfs",
+		threshold: plan.DefaultThreshold, minProb: plan.DefaultMinProb, prior: "stationary", goalMass: plan.DefaultGoalMass}
+}
+
 func runPlan(args []string) error {
-	var o planOptions
+	o := defaultPlanOptions()
 	fs := newFlagSet("plan", "--run DIR | --model FILE --env NAME [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
 	fs.StringVar(&o.run, "run", "", "finished pipeline run directory (image observations: held-out images through its frozen VQ-VAE)")
 	fs.StringVar(&o.model, "model", "", "symbolic cloned-HMM model file (from 'gradcscg symbolic --save'); needs --env or --layout")
 	fs.StringVar(&o.env, "env", "", "built-in environment of --model (see 'gradcscg envs')")
 	fs.StringVar(&o.layout, "layout", "", "custom layout file of --model (overrides --env)")
-	fs.IntVar(&o.pairs, "pairs", 200, "random (start, goal) pairs")
-	fs.StringVar(&o.mode, "mode", "both", "execution: open (whole plan blind), mpc (re-filter and re-plan every step) or both")
-	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the pairs, walks and observations")
+	fs.IntVar(&o.pairs, "pairs", o.pairs, "random (start, goal) pairs")
+	fs.StringVar(&o.mode, "mode", o.mode, "execution: open (whole plan blind), mpc (re-filter and re-plan every step) or both")
+	fs.Uint64Var(&o.seed, "seed", o.seed, "random seed of the pairs, walks and observations")
 	fs.StringVar(&o.jsonPath, "json", "", "write the report (with every trial) as JSON to this path")
-	fs.IntVar(&o.localize, "localize", 20, "observations of the random walk that localises the agent before planning")
-	fs.IntVar(&o.demo, "demo", 20, "observations of the demonstration walk that ends at (and defines) the goal place")
-	fs.StringVar(&o.planner, "planner", "bfs", "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
-	fs.Float64Var(&o.threshold, "threshold", plan.DefaultThreshold, "bfs: smallest transition probability used as an edge")
-	fs.Float64Var(&o.minProb, "min-prob", plan.DefaultMinProb, "maxproduct: smallest acceptable path probability")
+	fs.IntVar(&o.localize, "localize", o.localize, "observations of the random walk that localises the agent before planning")
+	fs.IntVar(&o.demo, "demo", o.demo, "observations of the demonstration walk that ends at (and defines) the goal place")
+	fs.StringVar(&o.planner, "planner", o.planner, "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
+	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
+	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
 	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens) or soft (the encoder's log ρ; image runs only); default soft for --run, hard for --model")
 	fs.Float64Var(&o.noise, "noise", 0, "hard emissions: assumed token misreading rate ε in [0, 1)")
-	fs.StringVar(&o.prior, "prior", "stationary", "belief before the first observation: stationary, uniform or pi")
-	fs.Float64Var(&o.goalMass, "goal-mass", plan.DefaultGoalMass, "belief a demonstration must put on one model place for an unambiguous goal")
+	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
+	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := o.evalConfig()
+	rep, err := planRun(&o)
 	if err != nil {
 		return err
+	}
+	writePlanTable(stdout, rep)
+	if o.jsonPath != "" {
+		if err := writePlanJSON(o.jsonPath, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	}
+	return nil
+}
+
+// planRun checks the options, loads the map and runs the closed-loop
+// evaluation: everything "gradcscg plan" does but print and write it.
+func planRun(o *planOptions) (*planReport, error) {
+	cfg, err := o.evalConfig()
+	if err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
 	mp, env, observer, rep, err := o.load()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "%s: %d places; map: %d states, %d model places; %d pairs\n",
@@ -86,22 +110,36 @@ func runPlan(args []string) error {
 	}
 	r, err := plan.Evaluate(mp, env, observer, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep.Report = r
 	rep.Seconds = time.Since(t0).Seconds()
-	writePlanTable(stdout, rep)
-	if o.jsonPath != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := writeFileAtomic(o.jsonPath, append(b, '\n')); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	return rep, nil
+}
+
+// writePlanJSON writes the report, with every trial, as indented JSON.
+func writePlanJSON(path string, rep *planReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
 	}
-	return nil
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// readPlanJSON reads a report written by writePlanJSON.
+func readPlanJSON(path string) (*planReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep planReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if rep.Report == nil || len(rep.Modes) == 0 {
+		return nil, fmt.Errorf("%s: not a planning report (no modes)", path)
+	}
+	return &rep, nil
 }
 
 // evalConfig checks the flags and turns them into a plan.EvalConfig.

@@ -25,11 +25,12 @@ var suites = map[string][]string{
 }
 
 func runReproduce(args []string) error {
-	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images] [--seeds 3] [--out results] [--force]")
-	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), images (the 4 image benchmarks from pixels: Tables 3, 4) or ablation (joint-phase variants on aliased and two_rooms)")
-	dataset := fset.String("dataset", "mnist", "images suite: mnist or fashion")
-	arch := fset.String("arch", "conv", "images suite: VQ-VAE architecture, conv (the reference) or mlp (fast)")
-	runs := fset.String("runs", "runs", "images suite: where the run directories live")
+	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images|ablation|plan] [--seeds 3] [--out results] [--force]")
+	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), images (the 4 image benchmarks from pixels: Tables 3, 4), ablation (joint-phase variants on aliased and two_rooms) or plan (closed-loop planning with the images suite's maps: plan.md)")
+	dataset := fset.String("dataset", "mnist", "images and plan suites: mnist or fashion")
+	arch := fset.String("arch", "conv", "images and plan suites: VQ-VAE architecture, conv (the reference) or mlp (fast); plan suite also all (both)")
+	runs := fset.String("runs", "runs", "images and plan suites: where the run directories live")
+	pairs := fset.Int("pairs", 200, "plan suite: random (start, goal) pairs per run")
 	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
 	envsFlag := fset.String("envs", "", "comma-separated subset of the suite's environments")
@@ -44,13 +45,27 @@ func runReproduce(args []string) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
 	}
-	if *suite == "images" || *suite == "ablation" {
+	if *suite == "images" || *suite == "ablation" || *suite == "plan" {
 		envs := imageBenchmarks
 		if *envsFlag != "" {
 			envs = strings.Split(*envsFlag, ",")
 		}
 		if *dataset != "mnist" && *dataset != "fashion" {
 			return fmt.Errorf("--dataset %q: must be mnist or fashion", *dataset)
+		}
+		if *suite == "plan" {
+			archs := []string{*arch}
+			switch *arch {
+			case "conv", "mlp":
+			case "all":
+				archs = []string{"conv", "mlp"}
+			default:
+				return fmt.Errorf("--arch %q: must be conv, mlp or all", *arch)
+			}
+			if *pairs < 1 {
+				return fmt.Errorf("--pairs %d: need at least 1", *pairs)
+			}
+			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, *collect, *force, *quiet)
 		}
 		if *arch != "conv" && *arch != "mlp" {
 			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)
@@ -65,7 +80,7 @@ func runReproduce(args []string) error {
 	}
 	envs, ok := suites[*suite]
 	if !ok {
-		return fmt.Errorf("--suite %q: must be symbolic, cscg or images", *suite)
+		return fmt.Errorf("--suite %q: must be symbolic, cscg, images, ablation or plan", *suite)
 	}
 	if *envsFlag != "" {
 		envs = strings.Split(*envsFlag, ",")
