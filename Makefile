@@ -74,7 +74,7 @@ figures: build
 	$(BIN) figures --runs runs --out figures --models runs/symbolic_models
 
 # Ablations of the joint phase on aliased and two_rooms (seed 1, MLP VQ-VAE): frozen
-# VQ-VAE, no length normalisation, no diversity penalty; writes results/mlp_ablation.md.
+# VQ-VAE, no length normalisation, no diversity penalty, the paper's τ and α_div; writes results/mlp_ablation.md.
 ablation: build
 	$(BIN) reproduce --suite ablation --arch mlp --seeds 1 --out results
 

@@ -19,7 +19,7 @@ func TestReproducePlanCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"aliased_mnist_seed1", "aliased_mnist_seed2"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "results", "plan", name+".json"))
+		b, err := os.ReadFile(filepath.Join("..", "..", "results", "archive", "paper-joint-300", "plan", name+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}

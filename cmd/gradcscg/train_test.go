@@ -45,7 +45,7 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations.
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true}
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
 	if err != nil {
@@ -57,6 +57,11 @@ func TestTrainConfigFlags(t *testing.T) {
 		t.Errorf("config %+v", cfg)
 	}
 	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_frozen_nolennorm_nodiv"; got != want {
+		t.Errorf("runName = %q, want %q", got, want)
+	}
+	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
+	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.Tau, cfg.AlphaDiv = false, false, 1, 0.1
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_div0.1_tau1"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 }

@@ -231,6 +231,16 @@ func (r *runner) commit() error {
 	return writeAtomic(r.path(HistoryFile), h.Bytes())
 }
 
+// finite reports whether every value is neither NaN nor infinite.
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // finiteRecord replaces non-finite values (JSON has none) by -1.
 func finiteRecord(r Record) Record {
 	for _, p := range []*float64{&r.Rec, &r.Commit, &r.NLLPerStep, &r.Div, &r.Lambda, &r.Perplexity, &r.Seconds} {
@@ -484,6 +494,13 @@ func (r *runner) jointPhase() error {
 		met, err := r.joint.Step(r.chunk(it), lambda)
 		if err != nil {
 			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
+		}
+		if !finite(met.Loss, met.Rec, met.Commit, met.NLLPerStep, met.Div) {
+			// Nothing of this iteration is committed: the run directory keeps its last
+			// checkpoint, and continuing would only train on NaNs.
+			return fmt.Errorf("pipeline: joint iteration %d diverged (loss %g, rec %g, commit %g, nll/T %g); "+
+				"the run directory keeps the checkpoint of iteration %d: lower λ (--lambda) or raise α_div (--alpha-div) and start a new run",
+				it+1, met.Loss, met.Rec, met.Commit, met.NLLPerStep, it-it%cfg.CheckpointEvery)
 		}
 		r.st.JointIter++
 		doneHere++

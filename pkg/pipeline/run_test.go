@@ -44,13 +44,24 @@ func TestDefaultConfigs(t *testing.T) {
 	for _, tc := range []struct {
 		env            string
 		k, clones, eps int
-	}{{"aliased", 4, 5, 4}, {"corridors", 7, 5, 4}, {"room", 10, 4, 4}, {"two_rooms", 10, 15, 10}} {
+		budget         string
+	}{
+		{"aliased", 4, 5, 4, BudgetUniform},
+		{"corridors", 7, 5, 4, BudgetUniform},
+		// room's per-class budget (9 border digits × 4 + 20 interior = 56 clones) without
+		// labels: 56 / 10 = 5.6 → 6 clones per token on average, by token share.
+		{"room", 10, 6, 4, BudgetShare},
+		{"two_rooms", 10, 15, 10, BudgetUniform},
+	} {
 		cfg, err := DefaultConfig(tc.env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.env, err)
+		}
+		if cfg.Budget != tc.budget {
+			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Budget, tc.budget)
 		}
 		if cfg.K != tc.k || cfg.Clones != tc.clones || cfg.Episodes != tc.eps || cfg.Steps != 10000 || cfg.ChunkLen != 256 || cfg.JointBatch != 4 {
 			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.K, cfg.Clones, cfg.Episodes, cfg.Steps, cfg.ChunkLen, cfg.JointBatch)
@@ -209,6 +220,7 @@ func TestForcedCollapseIsHandled(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.Lambda, cfg.AlphaDiv, cfg.AnnealFrac, cfg.JointLR = 300, 0, 0, 3e-3
 	cfg.JointIters = 40
+	cfg.CollapseFrac = 0.75 // the guard is off by default
 	dir := t.TempDir()
 	if _, err := Run(context.Background(), dir, cfg, progressOut()); err != nil {
 		t.Fatal(err)
