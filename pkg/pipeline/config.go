@@ -77,13 +77,16 @@ type Config struct {
 	Budget string `json:"budget"` // BudgetUniform or BudgetShare
 
 	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
-	JointIters  int     `json:"joint_iters"`
-	ChunkLen    int     `json:"chunk_len"`   // T of a chunk (256)
-	JointBatch  int     `json:"joint_batch"` // |B| (4)
-	Lambda      float64 `json:"lambda"`      // λ
-	AnnealFrac  float64 `json:"anneal_frac"` // T_anneal = AnnealFrac · JointIters (1/4)
-	AlphaDiv    float64 `json:"alpha_div"`   // α_div
-	JointLR     float64 `json:"joint_lr"`    // Adam rate of the VQ-VAE (3e-4)
+	JointIters int     `json:"joint_iters"`
+	ChunkLen   int     `json:"chunk_len"`   // T of a chunk (256)
+	JointBatch int     `json:"joint_batch"` // |B| (4)
+	Lambda     float64 `json:"lambda"`      // λ
+	AnnealFrac float64 `json:"anneal_frac"` // T_anneal = AnnealFrac · JointIters (1/4)
+	AlphaDiv   float64 `json:"alpha_div"`   // α_div
+	// AlphaDivEnd, if > 0, anneals α_div linearly from AlphaDiv at the middle of the
+	// joint phase to AlphaDivEnd at its end (0: α_div stays AlphaDiv).
+	AlphaDivEnd float64 `json:"alpha_div_end,omitempty"`
+	JointLR     float64 `json:"joint_lr"` // Adam rate of the VQ-VAE (3e-4)
 	HMMLRFactor float64 `json:"hmm_lr_factor"`
 	// Anti-collapse: CollapseFrac is the fraction of the best smoothed perplexity below
 	// which the perception is rolled back to its best snapshot (the HMM is kept) and λ
@@ -241,6 +244,7 @@ func (c Config) Validate() error {
 	add(c.Lambda >= 0 && finite(c.Lambda), "lambda=%g (need ≥ 0)", c.Lambda)
 	add(c.AnnealFrac >= 0 && c.AnnealFrac <= 1, "anneal_frac=%g (need 0..1)", c.AnnealFrac)
 	add(c.AlphaDiv >= 0 && finite(c.AlphaDiv), "alpha_div=%g (need ≥ 0)", c.AlphaDiv)
+	add(c.AlphaDivEnd >= 0 && finite(c.AlphaDivEnd), "alpha_div_end=%g (need ≥ 0)", c.AlphaDivEnd)
 	add(c.JointLR > 0 && finite(c.JointLR), "joint_lr=%g (need > 0)", c.JointLR)
 	add(c.HMMLRFactor > 0 && finite(c.HMMLRFactor), "hmm_lr_factor=%g (need > 0)", c.HMMLRFactor)
 	add(c.CollapseFrac >= 0 && c.CollapseFrac < 1, "collapse_frac=%g (need 0 ≤ f < 1)", c.CollapseFrac)

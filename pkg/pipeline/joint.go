@@ -134,14 +134,14 @@ func (j *Joint) HMM() (*chmm.Model, error) {
 // rate lr, (π, Θ) one at rate hmmLR (two optimizers on disjoint scopes, one gradient
 // pass), then the codebook takes its EMA update (and dead-code revival).
 func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
-	x, actions, mask, lambda := in[0], in[1], in[2], in[3]
+	x, actions, mask, lambda, alpha := in[0], in[1], in[2], in[3], in[4]
 	g := x.Graph()
 	root.Store().SetTraining(g, true)
 	vs, hs := root.At(vqvae.ScopeName), root.At(HMMScope)
 	c := j.vqCfg
 	dt := x.DType()
 	t := j.Terms(root, x, actions, mask)
-	loss := t.Loss(lambda, j.beta, j.alpha)
+	loss := Add(t.Loss(lambda, j.beta, 0), Mul(alpha, t.Div))
 
 	// Step 8: one gradient pass, two Adam optimizers on disjoint scopes.
 	var nodes []*Node
@@ -226,8 +226,13 @@ type Chunk struct {
 	B, T    int
 }
 
-// Step runs one joint step with weight lambda.
+// Step runs one joint step with weight lambda and the diversity weight of the Joint.
 func (j *Joint) Step(ch Chunk, lambda float64) (StepMetrics, error) {
+	return j.StepAlpha(ch, lambda, j.alpha)
+}
+
+// StepAlpha runs one joint step with weights lambda and alpha (α_div of this step).
+func (j *Joint) StepAlpha(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
 	s := j.VQ.Config().Side
 	if len(ch.Images) != ch.B*ch.T*s*s || len(ch.Actions) != ch.B*(ch.T-1) || len(ch.Mask) != ch.B*ch.T {
 		return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk sizes %d/%d/%d do not match B=%d, T=%d, side %d",
@@ -250,7 +255,8 @@ func (j *Joint) Step(ch Chunk, lambda float64) (StepMetrics, error) {
 			tensors.FromFlatDataAndDimensions(ch.Images, ch.B*ch.T, s, s, 1),
 			tensors.FromFlatDataAndDimensions(ch.Actions, ch.B, ch.T-1),
 			tensors.FromFlatDataAndDimensions(ch.Mask, ch.B, ch.T),
-			tensors.FromValue(float32(lambda)))
+			tensors.FromValue(float32(lambda)),
+			tensors.FromValue(float32(alpha)))
 		return err
 	})
 	if err != nil {

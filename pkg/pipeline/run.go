@@ -467,6 +467,21 @@ func (r *runner) lambdaAt(it int) float64 {
 	return r.cfg.Lambda * math.Min(1, float64(it+1)/anneal) * r.st.LambdaScale
 }
 
+// alphaAt is α_div at joint iteration it: AlphaDiv, or with AlphaDivEnd > 0 linear from
+// AlphaDiv at the middle of the phase to AlphaDivEnd at its last iteration.
+func (r *runner) alphaAt(it int) float64 {
+	c := r.cfg
+	if c.AlphaDivEnd <= 0 || c.JointIters < 2 {
+		return c.AlphaDiv
+	}
+	half := c.JointIters / 2
+	if it < half {
+		return c.AlphaDiv
+	}
+	f := float64(it-half) / float64(max(1, c.JointIters-1-half))
+	return c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
+}
+
 // monitorWarmup is the number of joint iterations before the collapse monitor acts.
 const monitorWarmup = 10
 
@@ -491,7 +506,7 @@ func (r *runner) jointPhase() error {
 		}
 		it := r.st.JointIter
 		lambda := r.lambdaAt(it)
-		met, err := r.joint.Step(r.chunk(it), lambda)
+		met, err := r.joint.StepAlpha(r.chunk(it), lambda, r.alphaAt(it))
 		if err != nil {
 			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -315,4 +316,25 @@ func phaseRows(h []Record, phase string) []Record {
 		}
 	}
 	return out
+}
+
+// TestAlphaAt: α_div is constant without AlphaDivEnd; with it, constant for the first
+// half of the joint phase, then linear to AlphaDivEnd at the last iteration
+// (hand values for 11 iterations: half = 5, slope (0.1−1)/5 per iteration).
+func TestAlphaAt(t *testing.T) {
+	r := &runner{cfg: Config{JointIters: 11, AlphaDiv: 1}}
+	for _, it := range []int{0, 5, 10} {
+		if got := r.alphaAt(it); got != 1 {
+			t.Errorf("no anneal: alphaAt(%d) = %g, want 1", it, got)
+		}
+	}
+	r.cfg.AlphaDivEnd = 0.1
+	for _, c := range []struct {
+		it   int
+		want float64
+	}{{0, 1}, {4, 1}, {5, 1}, {6, 0.82}, {8, 0.46}, {10, 0.1}} {
+		if got := r.alphaAt(c.it); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("alphaAt(%d) = %g, want %g", c.it, got, c.want)
+		}
+	}
 }
