@@ -52,7 +52,7 @@ func runTrain(args []string) error {
 	f.StringVar(&o.arch, "arch", "", "VQ-VAE architecture: conv (the reference, default) or mlp (≈10× faster, weaker)")
 	f.Float64Var(&o.collapseFrac, "collapse-frac", -1, "collapse guard: roll the perception back when perplexity falls below this fraction of its best (-1: default 0, off; the reference-like setting is 0.75)")
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
-	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", 0, "if > 0, anneal α_div linearly from --alpha-div at the middle of the joint phase to this value at its end")
+	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default 0.1; 0: no annealing)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
@@ -179,7 +179,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	if o.tau >= 0 {
 		cfg.Tau = o.tau
 	}
-	if o.alphaDivEnd > 0 {
+	if o.alphaDivEnd >= 0 {
 		cfg.AlphaDivEnd = o.alphaDivEnd
 	}
 	if o.arch != "" {
@@ -212,7 +212,7 @@ func runName(cfg pipeline.Config) string {
 	} else if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.AlphaDiv != d.AlphaDiv {
 		name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
 	}
-	if cfg.AlphaDivEnd > 0 {
+	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.AlphaDivEnd != d.AlphaDivEnd {
 		name += fmt.Sprintf("_divend%g", cfg.AlphaDivEnd)
 	}
 	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.Tau != d.Tau {

@@ -134,15 +134,16 @@ type Config struct {
 // DefaultConfig returns the configuration of the paper (Table 1) for a built-in
 // environment, with the changes below: its episode count and length, K = its number of
 // classes, its clone budget, 4 warm-up epochs of batch 128, joint chunks of 4×256 steps
-// with λ = 1 annealed over a quarter of the joint iterations, τ = 0.2, α_div = 1, Adam
+// with λ = 1 annealed over a quarter of the joint iterations, τ = 0.2, α_div = 1 → 0.1, Adam
 // 3e-4 with 100× for (π, Θ), and finalisation with η = 1e-3 at rate 0.1 (the paper: 1e-2) on clones
 // re-budgeted by token share, 2× the phase-1 budget on average (FinalBudget).
 //
 // Four choices differ from the paper, all measured (package documentation, "Joint
 // phase defaults"): JointIters 1500 (the paper: 2000–5000), the collapse guard off
 // (CollapseFrac 0; the paper calls its safeguards optional), τ = 0.2 (the paper: 1) and
-// α_div = 1 (the paper: 0.1). With the paper's τ and α_div, two_rooms collapsed to one
-// token within 100 joint iterations; with these it recovers the map.
+// α_div = 1 for the first half of the joint phase, annealed to the paper's 0.1 over the
+// second (AlphaDivEnd). With the paper's τ and α_div, two_rooms collapsed to one token
+// within 100 joint iterations; with these it recovers the map.
 //
 // A per-class clone budget (room) becomes a label-free budget by token share with the
 // same mean (BudgetShare).
@@ -185,7 +186,7 @@ func ConfigFor(e *gridworld.Env) Config {
 		Recenter: true, RecenterFrames: 8192,
 		Clones: clones, Budget: budget,
 		JointIters: 1500, ChunkLen: 256, JointBatch: 4,
-		Lambda: 1, AnnealFrac: 0.25, AlphaDiv: 1,
+		Lambda: 1, AnnealFrac: 0.25, AlphaDiv: 1, AlphaDivEnd: 0.1,
 		JointLR: 3e-4, HMMLRFactor: 100,
 		CollapseFrac: 0, ThrottleFactor: 0.5, CheckpointEvery: 50,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,

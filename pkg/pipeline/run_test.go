@@ -61,6 +61,10 @@ func TestDefaultConfigs(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.env, err)
 		}
+		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.1 {
+			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.1",
+				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
+		}
 		if cfg.Budget != tc.budget {
 			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Budget, tc.budget)
 		}
