@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,33 +184,12 @@ func planTable(envs []string, dataset string, groups map[string][]*planReport) s
 				}
 				pr := "–"
 				if len(ratio) > 0 {
-					pr = planStat(ratio).Format(3)
+					pr = evaluate.MeanSD(ratio).Format(3)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %.1f | %.1f |\n", env, arch, mode, len(success),
-					planStat(success).Format(3), pr, planStat(unreachable).Mean, planStat(ambiguous).Mean)
+					evaluate.MeanSD(success).Format(3), pr, evaluate.MeanSD(unreachable).Mean, evaluate.MeanSD(ambiguous).Mean)
 			}
 		}
 	}
 	return b.String()
-}
-
-// planStat is the mean and sample standard deviation (0 for one value) of xs, as
-// evaluate.Aggregate computes them.
-func planStat(xs []float64) evaluate.Stat {
-	st := evaluate.Stat{N: len(xs)}
-	if len(xs) == 0 {
-		return st
-	}
-	for _, x := range xs {
-		st.Mean += x
-	}
-	st.Mean /= float64(len(xs))
-	if len(xs) > 1 {
-		ss := 0.0
-		for _, x := range xs {
-			ss += (x - st.Mean) * (x - st.Mean)
-		}
-		st.SD = math.Sqrt(ss / float64(len(xs)-1))
-	}
-	return st
 }

@@ -829,7 +829,7 @@ func vqSuite(o vqOptions, cmdLine string, envs, datasets []string, seeds int) er
 			for i, r := range g.reps {
 				xs[i] = f(r)
 			}
-			return meanSD(xs).Format(prec)
+			return evaluate.MeanSD(xs).Format(prec)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", g.env, g.ds, g.reps[0].NumTokens, len(g.reps),
 			col(func(r *vqReport) float64 { return r.Purity }, 3),
@@ -917,7 +917,7 @@ func writeCurveTable(b *strings.Builder, groups []*vqGroup) {
 				b.WriteString(" – |")
 				continue
 			}
-			fmt.Fprintf(b, " %.3f / %.3f / %.4f |", meanSD(c.purity).Mean, meanSD(c.h).Mean, meanSD(c.mse).Mean)
+			fmt.Fprintf(b, " %.3f / %.3f / %.4f |", evaluate.MeanSD(c.purity).Mean, evaluate.MeanSD(c.h).Mean, evaluate.MeanSD(c.mse).Mean)
 		}
 		b.WriteString("\n")
 	}
@@ -939,20 +939,4 @@ func (r *vqReport) sameSettings(o vqOptions) bool {
 		r.Batch == o.batch && r.LR == o.lr && r.Classify == o.classify && (o.k == 0 || r.NumTokens == o.k) &&
 		(o.episodes == 0 || r.Episodes == o.episodes) && (o.episodeLen == 0 || r.EpisodeLen == o.episodeLen) &&
 		(o.evalLen == 0 || r.EvalFrames == o.evalLen)
-}
-
-// meanSD is the mean and sample standard deviation (0 for one value).
-func meanSD(xs []float64) evaluate.Stat {
-	s := evaluate.Stat{N: len(xs)}
-	for _, x := range xs {
-		s.Mean += x / float64(len(xs))
-	}
-	if len(xs) > 1 {
-		v := 0.0
-		for _, x := range xs {
-			v += (x - s.Mean) * (x - s.Mean)
-		}
-		s.SD = math.Sqrt(v / float64(len(xs)-1))
-	}
-	return s
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
 // tinyVQ are the flags of a run small enough for tests: 4 steps of batch 16 on one
@@ -135,12 +137,12 @@ func TestScoreTokens(t *testing.T) {
 }
 
 func TestMeanSD(t *testing.T) {
-	s := meanSD([]float64{1, 2, 6})
+	s := evaluate.MeanSD([]float64{1, 2, 6})
 	// mean 3; squared deviations 4, 1, 9 → variance 14/2.
 	if s.Mean != 3 || math.Abs(s.SD-math.Sqrt(7)) > 1e-15 || s.N != 3 {
 		t.Errorf("meanSD = %+v, want mean 3, sd √7, n 3", s)
 	}
-	if s := meanSD([]float64{5}); s.Mean != 5 || s.SD != 0 {
+	if s := evaluate.MeanSD([]float64{5}); s.Mean != 5 || s.SD != 0 {
 		t.Errorf("meanSD of one value = %+v", s)
 	}
 }

@@ -103,12 +103,13 @@ func Aggregate(rs []*Report) Summary {
 		}
 	}
 	for n, xs := range values {
-		s.Stats[n] = meanSD(xs)
+		s.Stats[n] = MeanSD(xs)
 	}
 	return s
 }
 
-func meanSD(xs []float64) Stat {
+// MeanSD returns the mean and sample standard deviation (0 for one value) of xs.
+func MeanSD(xs []float64) Stat {
 	st := Stat{N: len(xs)}
 	if len(xs) == 0 {
 		return st
