@@ -209,14 +209,19 @@ func runName(cfg pipeline.Config) string {
 	}
 	if cfg.AlphaDiv == 0 {
 		name += "_nodiv"
-	} else if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.AlphaDiv != d.AlphaDiv {
-		name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
 	}
-	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.AlphaDivEnd != d.AlphaDivEnd {
-		name += fmt.Sprintf("_divend%g", cfg.AlphaDivEnd)
-	}
-	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil && cfg.Tau != d.Tau {
-		name += fmt.Sprintf("_tau%g", cfg.Tau)
+	// Joint-phase weights that differ from a built-in environment's defaults name
+	// themselves.
+	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil {
+		if cfg.AlphaDiv != 0 && cfg.AlphaDiv != d.AlphaDiv {
+			name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
+		}
+		if cfg.AlphaDivEnd != d.AlphaDivEnd {
+			name += fmt.Sprintf("_divend%g", cfg.AlphaDivEnd)
+		}
+		if cfg.Tau != d.Tau {
+			name += fmt.Sprintf("_tau%g", cfg.Tau)
+		}
 	}
 	if cfg.SupervisedWarmup {
 		name += "_supervised"

@@ -18,17 +18,17 @@ func benchJointStep(b *testing.B, k, clones int) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	j, err := NewJoint(vq, chmm.New(chmm.UniformClones(k, clones), 4, rng), 0.25, 0.1, 3e-4, 3e-2)
+	j, err := NewJoint(vq, chmm.New(chmm.UniformClones(k, clones), 4, rng), 0.25, 3e-4, 3e-2)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ch := randomChunk(rng, 28, []int{256, 256, 256, 256}, 256, 4)
-	if _, err := j.Step(ch, 1); err != nil { // compile
+	if _, err := j.Step(ch, 1, 0.1); err != nil { // compile
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := j.Step(ch, 1); err != nil {
+		if _, err := j.Step(ch, 1, 0.1); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -224,7 +224,6 @@ func (c Config) Validate() error {
 			bad = append(bad, fmt.Sprintf(format, args...))
 		}
 	}
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	if _, err := c.Environment(); err != nil {
 		bad = append(bad, fmt.Sprintf("env: %v", err))
 	}

@@ -62,7 +62,10 @@
 //	  action accuracy                            1.00       1.00       0.99         0.92
 //
 // (room's last two rows use the label-free share budget, 6 clones per token on average;
-// "α_div = 1 → 0.1": 1 for the first half of the joint phase, then linear to 0.1.)
+// "α_div = 1 → 0.1": 1 for the first half of the joint phase, then linear to 0.1.) Each
+// cell is one run of `gradcscg train --env E --arch mlp --seed 1` with the row's
+// settings as flags (--tau, --alpha-div, --alpha-div-end 0 for a constant α_div,
+// --collapse-frac, --joint-iters); the first row is results/archive/paper-joint-300.
 // Why: the collapse guard at 0.75 of the best perplexity read every merge of two classes
 // into one token — how the joint phase makes a place's token consistent — as collapse,
 // rolled the perception back and throttled λ to 1/32. Without it, the HMM term can

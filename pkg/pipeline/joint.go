@@ -33,9 +33,9 @@ type Joint struct {
 	// NoLengthNorm drops the 1/T_b of the HMM term (Sec. 3.6 length normalisation).
 	FreezeVQ, NoLengthNorm bool
 
-	vqCfg                  vqvae.Config
-	beta, alpha, lr, hmmLR float64
-	exec                   *model.Exec
+	vqCfg           vqvae.Config
+	beta, lr, hmmLR float64
+	exec            *model.Exec
 }
 
 // StepMetrics are the terms of one joint step, on the step's chunks before the update.
@@ -51,9 +51,10 @@ type StepMetrics struct {
 }
 
 // NewJoint adds the HMM logits of hmm (float32) to vq's store under HMMScope and
-// prepares the joint step with commitment weight beta, diversity weight alpha, Adam rate
-// lr for the VQ-VAE variables and hmmLR for (π, Θ). hmm's alphabet must be vq's codebook.
-func NewJoint(vq *vqvae.Model, hmm *chmm.Model, beta, alpha, lr, hmmLR float64) (*Joint, error) {
+// prepares the joint step with commitment weight beta, Adam rate lr for the VQ-VAE
+// variables and hmmLR for (π, Θ); λ and α_div are inputs of each Step. hmm's alphabet
+// must be vq's codebook.
+func NewJoint(vq *vqvae.Model, hmm *chmm.Model, beta, lr, hmmLR float64) (*Joint, error) {
 	if err := hmm.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline.NewJoint: %w", err)
 	}
@@ -61,7 +62,7 @@ func NewJoint(vq *vqvae.Model, hmm *chmm.Model, beta, alpha, lr, hmmLR float64) 
 		return nil, fmt.Errorf("pipeline.NewJoint: HMM has %d tokens, codebook has %d codes", hmm.K(), vq.Config().K)
 	}
 	j := &Joint{VQ: vq, Layout: hmmgraph.Layout{Clones: slices.Clone(hmm.Clones)}, A: hmm.NumActions,
-		vqCfg: vq.Config(), beta: beta, alpha: alpha, lr: lr, hmmLR: hmmLR}
+		vqCfg: vq.Config(), beta: beta, lr: lr, hmmLR: hmmLR}
 	hs := vq.Store().RootScope().At(HMMScope)
 	n := hmm.N()
 	for _, x := range []struct {
@@ -87,9 +88,9 @@ func NewJoint(vq *vqvae.Model, hmm *chmm.Model, beta, alpha, lr, hmmLR float64) 
 
 // AttachJoint wraps a VQ-VAE loaded from a joint checkpoint (its store already holds
 // the HMM logits) with the clone layout clones.
-func AttachJoint(vq *vqvae.Model, clones []int, numActions int, beta, alpha, lr, hmmLR float64) (*Joint, error) {
+func AttachJoint(vq *vqvae.Model, clones []int, numActions int, beta, lr, hmmLR float64) (*Joint, error) {
 	j := &Joint{VQ: vq, Layout: hmmgraph.Layout{Clones: slices.Clone(clones)}, A: numActions,
-		vqCfg: vq.Config(), beta: beta, alpha: alpha, lr: lr, hmmLR: hmmLR}
+		vqCfg: vq.Config(), beta: beta, lr: lr, hmmLR: hmmLR}
 	n := j.Layout.N()
 	hs := vq.Store().RootScope().At(HMMScope)
 	pi, theta := hs.GetVariable("pi"), hs.GetVariable("theta")
@@ -141,7 +142,7 @@ func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
 	c := j.vqCfg
 	dt := x.DType()
 	t := j.Terms(root, x, actions, mask)
-	loss := Add(t.Loss(lambda, j.beta, 0), Mul(alpha, t.Div))
+	loss := t.Loss(lambda, alpha, j.beta)
 
 	// Step 8: one gradient pass, two Adam optimizers on disjoint scopes.
 	var nodes []*Node
@@ -186,9 +187,10 @@ type Terms struct {
 	Div      *Node         // log K − H(ρ̄) over the valid frames
 }
 
-// Loss is L_rec + β·L_commit + λ·NLL + α_div·L_div (lambda is a scalar node).
-func (t Terms) Loss(lambda *Node, beta, alpha float64) *Node {
-	return Add(Add(t.Out.Rec, MulScalar(t.Out.Commit, beta)), Add(Mul(lambda, t.NLL), MulScalar(t.Div, alpha)))
+// Loss is L_rec + β·L_commit + λ·NLL + α_div·L_div (lambda and alpha are scalar nodes:
+// both follow schedules over the joint phase).
+func (t Terms) Loss(lambda, alpha *Node, beta float64) *Node {
+	return Add(Add(t.Out.Rec, MulScalar(t.Out.Commit, beta)), Add(Mul(lambda, t.NLL), Mul(alpha, t.Div)))
 }
 
 // Terms builds Algorithm 1 steps 1 and 3–6 on the variables under root (/vqvae and
@@ -226,13 +228,8 @@ type Chunk struct {
 	B, T    int
 }
 
-// Step runs one joint step with weight lambda and the diversity weight of the Joint.
-func (j *Joint) Step(ch Chunk, lambda float64) (StepMetrics, error) {
-	return j.StepAlpha(ch, lambda, j.alpha)
-}
-
-// StepAlpha runs one joint step with weights lambda and alpha (α_div of this step).
-func (j *Joint) StepAlpha(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
+// Step runs one joint step with weights lambda (λ_t) and alpha (α_div of this step).
+func (j *Joint) Step(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
 	s := j.VQ.Config().Side
 	if len(ch.Images) != ch.B*ch.T*s*s || len(ch.Actions) != ch.B*(ch.T-1) || len(ch.Mask) != ch.B*ch.T {
 		return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk sizes %d/%d/%d do not match B=%d, T=%d, side %d",

@@ -61,7 +61,7 @@ func TestJointHardConsistency(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	hmm := chmm.New([]int{2, 3, 2}, 4, rng)
-	j, err := NewJoint(vq, hmm, 0.25, 0.1, 3e-4, 3e-2)
+	j, err := NewJoint(vq, hmm, 0.25, 3e-4, 3e-2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,14 +340,14 @@ func TestJointAblations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rand.New(rand.NewPCG(1, 1))), 0.25, 0.1, 1e-3, 1e-1)
+		j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rand.New(rand.NewPCG(1, 1))), 0.25, 1e-3, 1e-1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		j.FreezeVQ, j.NoLengthNorm = freeze, noNorm
 		vq0, _ := snapshot(vq.Store(), "/"+vqvae.ScopeName)
 		hmm0, _ := snapshot(vq.Store(), "/"+HMMScope)
-		m, err := j.Step(ch, 1)
+		m, err := j.Step(ch, 1, 0.1)
 		if err != nil {
 			t.Fatal(err)
 		}

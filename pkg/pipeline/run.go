@@ -244,7 +244,7 @@ func finite(xs ...float64) bool {
 // finiteRecord replaces non-finite values (JSON has none) by -1.
 func finiteRecord(r Record) Record {
 	for _, p := range []*float64{&r.Rec, &r.Commit, &r.NLLPerStep, &r.Div, &r.Lambda, &r.Perplexity, &r.Seconds} {
-		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+		if !finite(*p) {
 			*p = -1
 		}
 	}
@@ -356,7 +356,7 @@ func (r *runner) warmup() error {
 		return err
 	}
 	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
-	if r.joint, err = NewJoint(vq, hmm, cfg.Beta, cfg.AlphaDiv, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
+	if r.joint, err = NewJoint(vq, hmm, cfg.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
 		return err
 	}
 	r.joint.FreezeVQ, r.joint.NoLengthNorm = cfg.FreezeVQVAE, cfg.NoLengthNorm
@@ -427,7 +427,7 @@ func (r *runner) loadJoint() error {
 		return err
 	}
 	c := r.cfg
-	r.joint, err = AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.AlphaDiv, c.JointLR, c.JointLR*c.HMMLRFactor)
+	r.joint, err = AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.JointLR, c.JointLR*c.HMMLRFactor)
 	if err != nil {
 		return err
 	}
@@ -506,7 +506,7 @@ func (r *runner) jointPhase() error {
 		}
 		it := r.st.JointIter
 		lambda := r.lambdaAt(it)
-		met, err := r.joint.StepAlpha(r.chunk(it), lambda, r.alphaAt(it))
+		met, err := r.joint.Step(r.chunk(it), lambda, r.alphaAt(it))
 		if err != nil {
 			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
 		}

@@ -158,7 +158,7 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rng), 0.25, 0.1, 1e-3, 1e-1)
+	j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rng), 0.25, 1e-3, 1e-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 	}
 	train := func(n int) {
 		for range n {
-			if _, err := j.Step(randomChunk(rng, vc.Side, []int{8, 8}, 8, 4), 1); err != nil {
+			if _, err := j.Step(randomChunk(rng, vc.Side, []int{8, 8}, 8, 4), 1, 0.1); err != nil {
 				t.Fatal(err)
 			}
 		}
