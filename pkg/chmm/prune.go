@@ -1,0 +1,74 @@
+package chmm
+
+import "fmt"
+
+// Prune returns a copy of m restricted to the states s with keep[s] (len N; the
+// sink is always kept). Rows and columns of the removed states are dropped from π
+// and Θ, so every kept row is renormalised over the kept destinations:
+//
+//	T'[a,i,j] = T[a,i,j] / Σ_{j' kept} T[a,i,j'].
+//
+// Each token must keep at least one clone. The second result maps the new states to
+// the old ones.
+func Prune(m *Model, keep []bool) (*Model, []int, error) {
+	if err := m.Validate(); err != nil {
+		return nil, nil, err
+	}
+	n := m.N()
+	if len(keep) != n {
+		return nil, nil, fmt.Errorf("chmm: Prune: keep has %d entries, want N = %d", len(keep), n)
+	}
+	clones := make([]int, m.K())
+	var old []int // new state -> old state
+	for s, k := range m.StateTokens() {
+		if k < 0 || keep[s] {
+			old = append(old, s)
+			if k >= 0 {
+				clones[k]++
+			}
+		}
+	}
+	for k, c := range clones {
+		if c == 0 {
+			return nil, nil, fmt.Errorf("chmm: Prune: token %d would keep no clone", k)
+		}
+	}
+	p := &Model{Clones: clones, NumActions: m.NumActions, PiLogits: make([]float64, len(old))}
+	for i, s := range old {
+		p.PiLogits[i] = m.PiLogits[s]
+	}
+	nn := len(old)
+	p.ThetaLogits = make([]float64, m.NumActions*nn*nn)
+	for a := range m.NumActions {
+		for i, si := range old {
+			src := m.ThetaLogits[(a*n+si)*n : (a*n+si+1)*n]
+			dst := p.ThetaLogits[(a*nn+i)*nn : (a*nn+i+1)*nn]
+			for j, sj := range old {
+				dst[j] = src[sj]
+			}
+		}
+	}
+	if m.Meta != nil {
+		p.Meta = make(map[string]string, len(m.Meta))
+		for k, v := range m.Meta {
+			p.Meta[k] = v
+		}
+	}
+	return p, old, nil
+}
+
+// ViterbiVisits returns, for every state, the number of steps the Viterbi paths of
+// seqs spend in it.
+func ViterbiVisits(m *Model, seqs []Sequence, workers int) ([]int, error) {
+	paths, _, err := ViterbiAll(m, seqs, workers)
+	if err != nil {
+		return nil, err
+	}
+	visits := make([]int, m.N())
+	for _, p := range paths {
+		for _, s := range p {
+			visits[s]++
+		}
+	}
+	return visits, nil
+}

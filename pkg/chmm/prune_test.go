@@ -1,0 +1,71 @@
+package chmm
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestPrune(t *testing.T) {
+	m := New([]int{2, 3}, 2, rand.New(rand.NewPCG(3, 4)))
+	for i := range m.ThetaLogits { // a generic model, not the near-uniform init
+		if !math.IsInf(m.ThetaLogits[i], 0) {
+			m.ThetaLogits[i] = 2 * rand.New(rand.NewPCG(uint64(i), 9)).NormFloat64()
+		}
+	}
+	// States: token 0 = {0, 1}, token 1 = {2, 3, 4}, sink 5. Drop 1 and 3.
+	keep := []bool{true, false, true, false, true, false}
+	p, old, err := Prune(m, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Clones, []int{1, 2}) || !slices.Equal(old, []int{0, 2, 4, 5}) {
+		t.Fatalf("clones %v, old %v; want [1 2], [0 2 4 5]", p.Clones, old)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n, nn := m.N(), p.N()
+	tm, tp := m.Transitions(), p.Transitions()
+	for a := range 2 {
+		for i, si := range old {
+			var z float64
+			for _, sj := range old {
+				z += tm[(a*n+si)*n+sj]
+			}
+			for j, sj := range old {
+				want := tm[(a*n+si)*n+sj] / z // renormalised over the kept states
+				if got := tp[(a*nn+i)*nn+j]; math.Abs(got-want) > 1e-12 {
+					t.Errorf("T'[%d,%d,%d] = %v, want %v", a, i, j, got, want)
+				}
+			}
+		}
+	}
+	if _, _, err := Prune(m, []bool{false, false, true, true, true, true}); err == nil {
+		t.Error("pruning every clone of token 0 gave no error")
+	}
+	if _, _, err := Prune(m, keep[:3]); err == nil {
+		t.Error("a short keep gave no error")
+	}
+}
+
+func TestViterbiVisits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := randomModel(rng, []int{2, 2}, 2, 1.5, false)
+	seqs := []Sequence{randomSeq(rng, 2, 2, 6), randomSeq(rng, 2, 2, 5)}
+	want := make([]int, m.N())
+	for _, s := range seqs {
+		_, best, _ := brute(m, s) // the most probable path by enumeration
+		for _, st := range best {
+			want[st]++
+		}
+	}
+	visits, err := ViterbiVisits(m, seqs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(visits, want) {
+		t.Errorf("visits %v, want %v (brute-force paths)", visits, want)
+	}
+}
