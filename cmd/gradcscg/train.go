@@ -24,14 +24,14 @@ func init() {
 
 // trainOptions are the flags of "gradcscg train".
 type trainOptions struct {
-	env, layout, dataset, run, config, jsonPath, size string
-	seed                                              uint64
-	quiet, reevaluate                                 bool
-	set                                               *flag.FlagSet // to tell which flags were given
-	episodes, steps, jointIters, clones               int
-	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau  float64
-	decode, budget, arch                              string
-	freeze, noLengthNorm, supervised                  bool
+	env, layout, dataset, run, config, jsonPath, size            string
+	seed                                                         uint64
+	quiet, reevaluate                                            bool
+	set                                                          *flag.FlagSet // to tell which flags were given
+	episodes, steps, jointIters, clones, jitter                  int
+	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
+	decode, budget, arch                                         string
+	freeze, noLengthNorm, supervised                             bool
 }
 
 func runTrain(args []string) error {
@@ -54,6 +54,8 @@ func runTrain(args []string) error {
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
 	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default 0.1; 0: no annealing)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
+	f.Float64Var(&o.finalPrune, "final-prune", -1, "after finalisation, remove clones visited by fewer than this fraction of the training steps and retrain (-1: default 0.001; 0: off)")
+	f.IntVar(&o.jitter, "jitter", -1, "shift each joint-phase frame by up to this many pixels (label-free augmentation; -1: default)")
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
@@ -182,6 +184,12 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	if o.alphaDivEnd >= 0 {
 		cfg.AlphaDivEnd = o.alphaDivEnd
 	}
+	if o.finalPrune >= 0 {
+		cfg.FinalPrune = o.finalPrune
+	}
+	if o.jitter >= 0 {
+		cfg.Jitter = o.jitter
+	}
 	if o.arch != "" {
 		cfg.Arch = o.arch
 	}
@@ -221,6 +229,12 @@ func runName(cfg pipeline.Config) string {
 		}
 		if cfg.Tau != d.Tau {
 			name += fmt.Sprintf("_tau%g", cfg.Tau)
+		}
+		if cfg.Jitter != d.Jitter {
+			name += fmt.Sprintf("_jitter%d", cfg.Jitter)
+		}
+		if cfg.FinalPrune != d.FinalPrune {
+			name += fmt.Sprintf("_prune%g", cfg.FinalPrune)
 		}
 	}
 	if cfg.SupervisedWarmup {
@@ -385,6 +399,8 @@ var ablations = []struct {
 	{"no length normalisation", func(c *pipeline.Config) { c.NoLengthNorm = true }},
 	{"no diversity penalty", func(c *pipeline.Config) { c.AlphaDiv = 0 }},
 	{"paper τ = 1, α_div = 0.1", func(c *pipeline.Config) { c.Tau, c.AlphaDiv = 1, 0.1 }},
+	{"no jitter", func(c *pipeline.Config) { c.Jitter = 0 }},
+	{"no pruning", func(c *pipeline.Config) { c.FinalPrune = 0 }},
 }
 
 // reproduceAblation runs (or loads) every ablation variant on envs × seeds with the

@@ -45,7 +45,7 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations.
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1}
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
 	if err != nil {

@@ -86,6 +86,11 @@ type Config struct {
 	// AlphaDivEnd, if > 0, anneals α_div linearly from AlphaDiv at the middle of the
 	// joint phase to AlphaDivEnd at its end (0: α_div stays AlphaDiv).
 	AlphaDivEnd float64 `json:"alpha_div_end,omitempty"`
+	// Jitter, if > 0, shifts every joint-phase frame by a random offset in
+	// [-Jitter, Jitter]² pixels (label-free augmentation; the training episodes reuse
+	// each train-split image many times, and without it the encoder learns those images'
+	// tokens rather than their classes'). 0: frames as drawn.
+	Jitter      int     `json:"jitter,omitempty"`
 	JointLR     float64 `json:"joint_lr"` // Adam rate of the VQ-VAE (3e-4)
 	HMMLRFactor float64 `json:"hmm_lr_factor"`
 	// Anti-collapse: CollapseFrac is the fraction of the best smoothed perplexity below
@@ -118,6 +123,14 @@ type Config struct {
 	FinalEntropy  float64 `json:"final_entropy"` // transition-entropy weight η
 	FinalPatience int     `json:"final_patience"`
 	FinalSplits   int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus
+	// FinalPrune, if > 0, removes after finalisation every clone that the Viterbi paths
+	// of the training episodes visit fewer than FinalPrune × (training steps) times (each
+	// token keeps its most visited clone) and trains the pruned HMM for FinalPruneIters
+	// more iterations. Spare clones that absorbed a few misread frames keep arbitrary,
+	// confident rows; on held-out images they catch misreads again and their rows
+	// become the map's edges. 0: no pruning.
+	FinalPrune      float64 `json:"final_prune,omitempty"`
+	FinalPruneIters int     `json:"final_prune_iters,omitempty"`
 
 	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen
 	// encoder's soft emissions log ρ (the emissions the joint phase trained with), so
@@ -186,11 +199,12 @@ func ConfigFor(e *gridworld.Env) Config {
 		Recenter: true, RecenterFrames: 8192,
 		Clones: clones, Budget: budget,
 		JointIters: 1500, ChunkLen: 256, JointBatch: 4,
-		Lambda: 1, AnnealFrac: 0.25, AlphaDiv: 1, AlphaDivEnd: 0.1,
+		Lambda: 1, AnnealFrac: 0.25, AlphaDiv: 1, AlphaDivEnd: 0.1, Jitter: 2,
 		JointLR: 3e-4, HMMLRFactor: 100,
 		CollapseFrac: 0, ThrottleFactor: 0.5, CheckpointEvery: 50,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
 		FinalIters: 1000, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalSplits: 5,
+		FinalPrune: 0.001, FinalPruneIters: 300,
 		Decode: DecodeSoft,
 	}
 }
@@ -237,6 +251,7 @@ func (c Config) Validate() error {
 	add(c.WarmupLR > 0 && finite(c.WarmupLR), "warmup_lr=%g (need > 0)", c.WarmupLR)
 	add(c.RecenterFrames >= 0, "recenter_frames=%d (need ≥ 0)", c.RecenterFrames)
 	add(c.Clones >= 1, "clones=%d (need ≥ 1)", c.Clones)
+	add(c.Jitter >= 0 && c.Jitter < 28, "jitter=%d (need 0..27 pixels)", c.Jitter)
 	add(c.Budget == BudgetUniform || c.Budget == BudgetShare, "budget=%q (want %q or %q)", c.Budget, BudgetUniform, BudgetShare)
 	add(c.JointIters >= 0, "joint_iters=%d (need ≥ 0)", c.JointIters)
 	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
@@ -257,6 +272,8 @@ func (c Config) Validate() error {
 	add(c.FinalEntropy >= 0 && finite(c.FinalEntropy), "final_entropy=%g (need ≥ 0)", c.FinalEntropy)
 	add(c.FinalPatience >= 0, "final_patience=%d (need ≥ 0)", c.FinalPatience)
 	add(c.FinalSplits >= 0, "final_splits=%d (need ≥ 0)", c.FinalSplits)
+	add(c.FinalPrune >= 0 && c.FinalPrune < 1, "final_prune=%g (need a fraction in [0, 1))", c.FinalPrune)
+	add(c.FinalPruneIters >= 0, "final_prune_iters=%d (need ≥ 0)", c.FinalPruneIters)
 	add(c.StopAfterJoint >= 0, "StopAfterJoint=%d (need ≥ 0)", c.StopAfterJoint)
 	if err := c.VQVAEConfig(max(c.K, 2)).Validate(); err != nil {
 		bad = append(bad, err.Error())

@@ -458,6 +458,7 @@ func (r *runner) chunk(it int) Chunk {
 			}
 		}
 	}
+	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, r.d.side, cfg.Jitter)
 	return ch
 }
 
@@ -658,6 +659,11 @@ func (r *runner) final() error {
 			r.st.History = append(r.st.History, Record{Step: i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]})
 		}
 	}
+	if cfg.FinalPrune > 0 {
+		if hmm, err = r.prune(hmm, seqs, gc); err != nil {
+			return err
+		}
+	}
 	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
 	if err := hmm.Save(r.path(CHMMFile)); err != nil {
 		return err
@@ -669,6 +675,73 @@ func (r *runner) final() error {
 	r.addSeconds(PhaseFinal, start)
 	r.st.Phase = PhaseEval
 	return r.commit()
+}
+
+// prune removes the clones that the training episodes' Viterbi paths visit fewer than
+// FinalPrune × steps times (keeping each token's most visited clone) and trains the
+// pruned model for FinalPruneIters iterations (Config.FinalPrune).
+func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig) (*chmm.Model, error) {
+	cfg := r.cfg
+	visits, err := chmm.ViterbiVisits(hmm, seqs, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: pruning: %w", err)
+	}
+	steps := 0
+	for _, s := range seqs {
+		steps += s.Len()
+	}
+	minVisits := cfg.FinalPrune * float64(steps)
+	keep := make([]bool, hmm.N())
+	top := make([]int, hmm.K()) // most visited clone per token
+	for s, k := range hmm.StateTokens() {
+		if k < 0 {
+			continue
+		}
+		keep[s] = float64(visits[s]) >= minVisits
+		if f := hmm.FirstState(k); s == f || visits[s] > visits[top[k]] {
+			top[k] = s
+		}
+	}
+	for _, s := range top {
+		keep[s] = true
+	}
+	pruned, _, err := chmm.Prune(hmm, keep)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: pruning: %w", err)
+	}
+	r.st.Extra["final_pruned_states"] = float64(hmm.N() - pruned.N())
+	r.st.Extra["final_num_states"] = float64(pruned.N())
+	if cfg.FinalPruneIters == 0 {
+		return pruned, nil
+	}
+	var bar *progress.Bar
+	if r.out != nil {
+		fmt.Fprintf(r.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
+		bar = progress.New(r.out, "retrain", cfg.FinalPruneIters).Every(2 * time.Second)
+	}
+	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0
+	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
+	h, err := chmm.TrainGradient(pruned, seqs, gc)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: training the pruned model: %w", err)
+	}
+	if bar != nil {
+		bar.Done("%s", h.Stop)
+	}
+	n := 0 // finalisation iterations before pruning
+	for _, rec := range r.st.History {
+		if rec.Phase == PhaseFinal {
+			n = rec.Step
+		}
+	}
+	for i := range h.LogLik {
+		rec := Record{Step: n + i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]}
+		if i == 0 {
+			rec.Event = fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())
+		}
+		r.st.History = append(r.st.History, rec)
+	}
+	return pruned, nil
 }
 
 // ---- Evaluation ----
