@@ -64,6 +64,11 @@ type GradConfig struct {
 
 	Progress      func(Progress) // called every ProgressEvery iterations (0: 10)
 	ProgressEvery int
+
+	// Stop, if set, is called before every iteration; a non-nil error ends training
+	// with that error (for example a cancelled context's Err), the model holding the
+	// best parameters so far (full batch) or the last ones.
+	Stop func() error
 }
 
 // DefaultGradConfig returns the settings that recovered every symbolic map
@@ -177,6 +182,15 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 	splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x73706c6974))
 	h.Stop = "max iterations"
 	for it := 0; ; it++ {
+		if cfg.Stop != nil {
+			if err := cfg.Stop(); err != nil {
+				if full && it > 0 {
+					copy(m.PiLogits, bestPi)
+					copy(m.ThetaLogits, bestTheta)
+				}
+				return h, err
+			}
+		}
 		if !full {
 			sampler.sample(batch)
 		}

@@ -1,6 +1,7 @@
 package chmm
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -287,5 +288,27 @@ func TestSplitUndoesMerge(t *testing.T) {
 	}
 	if pur, _ := purity(states, places); pur < 0.99 {
 		t.Errorf("purity %v after splitting, want >= 0.99", pur)
+	}
+}
+
+func TestTrainGradientStop(t *testing.T) {
+	_, seqs := walkData(24, aliased3x3, 1, 200)
+	m := New(UniformClones(3, 3), 4, rand.New(rand.NewPCG(24, 2)))
+	errStop := errors.New("interrupted")
+	calls := 0
+	h, err := TrainGradient(m, seqs, GradConfig{Iters: 1000, Stop: func() error {
+		if calls++; calls > 5 {
+			return errStop
+		}
+		return nil
+	}})
+	if !errors.Is(err, errStop) {
+		t.Fatalf("err %v, want the Stop error", err)
+	}
+	if len(h.LogLik) != 5 {
+		t.Errorf("%d iterations recorded, want 5 before the stop", len(h.LogLik))
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
 	}
 }

@@ -645,7 +645,7 @@ func (r *runner) final() error {
 		bar = progress.New(r.out, "finalise", cfg.FinalIters).Every(2 * time.Second)
 	}
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0,
+		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err,
 		Progress: func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }}
 	if cfg.FinalIters > 0 {
 		h, err := chmm.TrainGradient(hmm, seqs, gc)
