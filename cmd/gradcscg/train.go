@@ -202,12 +202,19 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// runName is the default run directory name of cfg: <env>_<dataset>_seed<N>, with a
-// suffix per ablation.
+// runName is the default run directory name of cfg: <env>_<dataset>_seed<N>, with
+// "_<arch>" for a VQ-VAE other than conv, "_ci" for a CI-sized run (pipeline.CISized)
+// and a suffix per ablation or per joint-phase setting that differs from the defaults.
 func runName(cfg pipeline.Config) string {
 	name := fmt.Sprintf("%s_%s_seed%d", cfg.Env, cfg.Dataset, cfg.Seed)
 	if cfg.Arch != "conv" {
 		name += "_" + cfg.Arch
+	}
+	d, err := pipeline.DefaultConfig(cfg.Env)
+	known := err == nil
+	if ci := pipeline.CISized(d); known && cfg.Steps == ci.Steps && cfg.Episodes == ci.Episodes {
+		name += "_ci"
+		d = ci
 	}
 	if cfg.FreezeVQVAE {
 		name += "_frozen"
@@ -220,7 +227,7 @@ func runName(cfg pipeline.Config) string {
 	}
 	// Joint-phase weights that differ from a built-in environment's defaults name
 	// themselves.
-	if d, err := pipeline.DefaultConfig(cfg.Env); err == nil {
+	if known {
 		if cfg.AlphaDiv != 0 && cfg.AlphaDiv != d.AlphaDiv {
 			name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
 		}
@@ -362,6 +369,18 @@ func imageTables(envs []string, dataset, arch string, groups map[string][]*evalu
 			c("viterbi_map.recall", 2), c("viterbi_map.f1", 3), c("h_token_given_place", 3), mins.Mean/60, mins.SD/60)
 		if p, ok := paperTable3[env]; ok && dataset == "mnist" {
 			fmt.Fprintf(&b, "| *paper* | | | | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *%.2f* | *0.09–0.18* | *≈60* |\n", p[0], p[1], p[2], p[3], p[4], p[5])
+		}
+	}
+	b.WriteString("\nWall time per phase, minutes per run (mean ± s.d.; compaction and evaluation take seconds):\n\n")
+	b.WriteString("| env | warm-up | joint | finalisation | total |\n|---|---|---|---|---|\n")
+	for _, env := range envs {
+		if rs := groups[env]; len(rs) > 0 {
+			s := evaluate.Aggregate(rs)
+			m := func(phase string) string {
+				st := s.Get("seconds." + phase)
+				return fmt.Sprintf("%.1f ± %.1f", st.Mean/60, st.SD/60)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", env, m("warmup"), m("joint"), m("final"), m("total"))
 		}
 	}
 	t3 = b.String()

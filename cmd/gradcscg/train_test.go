@@ -56,12 +56,12 @@ func TestTrainConfigFlags(t *testing.T) {
 		!cfg.FreezeVQVAE || !cfg.NoLengthNorm || cfg.Steps != ci.Steps || cfg.Episodes != ci.Episodes {
 		t.Errorf("config %+v", cfg)
 	}
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_frozen_nolennorm_nodiv"; got != want {
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_frozen_nolennorm_nodiv"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
 	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.Tau, cfg.AlphaDiv = false, false, 1, 0.1
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_div0.1_tau1"; got != want {
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 }

@@ -3,7 +3,9 @@ package evaluate
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -65,8 +67,8 @@ func headline(r *Report) (names []string, vals []float64) {
 	add("h_place_given_token", r.HPlaceGivenToken)
 	add("tokens_per_place_mean", r.TokensPerPlaceMean)
 	add("places_per_token_mean", r.PlacesPerTokenMean)
-	if t, ok := r.Seconds["total"]; ok {
-		add("seconds.total", t)
+	for _, k := range slices.Sorted(maps.Keys(r.Seconds)) {
+		add("seconds."+k, r.Seconds[k])
 	}
 	return names, vals
 }
