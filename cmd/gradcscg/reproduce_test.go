@@ -44,3 +44,33 @@ func TestReproduceSubsetKeepsTable(t *testing.T) {
 		t.Errorf("table has a row without reports:\n%s", md)
 	}
 }
+
+// TestReproduceImagesGoesOnAfterAFailure: a run of the images suite that fails (here
+// its directory holds another configuration) is listed under the table, the other
+// runs go on, and the command exits non-zero.
+func TestReproduceImagesGoesOnAfterAFailure(t *testing.T) {
+	out, runs := t.TempDir(), t.TempDir()
+	for _, seed := range []string{"1", "2"} {
+		dir := filepath.Join(runs, "aliased_mnist_seed"+seed+"_mlp")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"env": "aliased", "seed": 99}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errOut := run(t, "reproduce", "--suite", "images", "--envs", "aliased", "--arch", "mlp", "--seeds", "2",
+		"--runs", runs, "--out", out, "--quiet")
+	if code == 0 || !strings.Contains(errOut, "2 of 2 runs failed") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "mlp_table3.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"aliased_mnist_seed1_mlp", "aliased_mnist_seed2_mlp"} {
+		if !strings.Contains(string(md), "- "+name+": ") {
+			t.Errorf("table does not list the failed run %s:\n%s", name, md)
+		}
+	}
+}

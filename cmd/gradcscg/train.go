@@ -283,6 +283,7 @@ func reproduceImages(envs []string, dataset, arch string, seeds int, runs, out s
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	groups := map[string][]*evaluate.Report{}
+	var failed []string
 	t0 := time.Now()
 	total, done := len(envs)*seeds, 0
 	for _, env := range envs {
@@ -314,7 +315,10 @@ func reproduceImages(envs []string, dataset, arch string, seeds int, runs, out s
 					return fmt.Errorf("interrupted: rerun the same command to resume")
 				}
 				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+					// A diverged run is a result: the other runs go on, the tables say so.
+					fmt.Fprintf(stderr, "%s: %v\n", name, err)
+					failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+					continue
 				}
 				if err := r.WriteJSON(jsonPath); err != nil {
 					return err
@@ -329,6 +333,9 @@ func reproduceImages(envs []string, dataset, arch string, seeds int, runs, out s
 		}
 	}
 	t3, t4 := imageTables(envs, dataset, arch, groups)
+	if len(failed) > 0 {
+		t3 += "\nRuns that failed (not in the means above):\n\n- " + strings.Join(failed, "\n- ") + "\n"
+	}
 	for name, text := range map[string]string{"table3.md": t3, "table4.md": t4} {
 		if arch != "conv" {
 			name = arch + "_" + name
@@ -343,6 +350,9 @@ func reproduceImages(envs []string, dataset, arch string, seeds int, runs, out s
 		fmt.Fprintf(stderr, "table written to %s\n", path)
 	}
 	fmt.Fprint(stdout, t3, "\n", t4)
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d runs failed (listed under the table)", len(failed), total)
+	}
 	return nil
 }
 
