@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +34,7 @@ type planOptions struct {
 	threshold, minProb      float64
 	obs, prior              string
 	noise, goalMass         float64
+	noiseAuto, noiseSet     bool
 	quiet                   bool
 }
 
@@ -67,8 +70,20 @@ func runPlan(args []string) error {
 	fs.StringVar(&o.planner, "planner", o.planner, "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
 	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
-	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens) or soft (the encoder's log ρ; image runs only); default soft for --run, hard for --model")
-	fs.Float64Var(&o.noise, "noise", 0, "hard emissions: assumed token misreading rate ε in [0, 1)")
+	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
+	fs.Func("noise", "hard emissions: assumed token misreading rate ε in [0, 1), or auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood (default: auto for --run, 0 for --model)", func(v string) error {
+		o.noiseSet = true
+		if v == "auto" {
+			o.noiseAuto = true
+			return nil
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number or auto")
+		}
+		o.noise, o.noiseAuto = x, false
+		return nil
+	})
 	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
 	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
@@ -101,6 +116,11 @@ func planRun(o *planOptions) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.noiseAuto {
+		if cfg.Filter.Noise, err = calibrateNoise(mp, env, observer, cfg, o.quiet); err != nil {
+			return nil, err
+		}
+	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "%s: %d places; map: %d states, %d model places; %d pairs\n",
 			env.Name, env.NumPlaces(), mp.N, mp.NumPlaces, cfg.Pairs)
@@ -115,6 +135,34 @@ func planRun(o *planOptions) (*planReport, error) {
 	rep.Report = r
 	rep.Seconds = time.Since(t0).Seconds()
 	return rep, nil
+}
+
+// calibrationSteps is the length of the unlabelled walk of --noise auto.
+const calibrationSteps = 2000
+
+// calibrateNoise estimates the misreading rate ε for --noise auto: the agent walks
+// calibrationSteps steps at random (a walk and images of their own seed stream, not
+// the evaluation's) and keeps the ε under which the map explains what it saw best
+// (plan.Map.EstimateNoise). No place or label is used.
+func calibrateNoise(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) (float64, error) {
+	ep := env.Walk(gridworld.NewRand(cfg.Seed^0xca1b_7a7e), calibrationSteps)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xca1b_7a7e))
+	obs := make([]plan.Obs, len(ep.Places))
+	for t, g := range ep.Places {
+		obs[t] = observer.Observe(rng, g)
+	}
+	eps, ll, err := mp.EstimateNoise(obs, ep.Actions, cfg.Filter, nil)
+	if err != nil {
+		return 0, fmt.Errorf("--noise auto: %w", err)
+	}
+	if !quiet {
+		var b strings.Builder
+		for i, e := range plan.DefaultNoiseGrid {
+			fmt.Fprintf(&b, " %g:%.0f", e, ll[i])
+		}
+		fmt.Fprintf(stderr, "--noise auto: ε = %g (log-likelihood of a %d-step unlabelled walk by ε:%s)\n", eps, calibrationSteps, b.String())
+	}
+	return eps, nil
 }
 
 // writePlanJSON writes the report, with every trial, as indented JSON.
@@ -157,10 +205,10 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 	case o.localize < 1 || o.demo < 1:
 		return cfg, fmt.Errorf("--localize %d, --demo %d: walks need at least 1 observation", o.localize, o.demo)
 	}
-	if o.obs == "" { // image runs filter the encoder's soft posterior by default
+	if o.obs == "" { // hard tokens; image runs estimate their misreading rate by default
 		o.obs = "hard"
-		if o.run != "" {
-			o.obs = "soft"
+		if o.run != "" && !o.noiseSet {
+			o.noiseAuto = true
 		}
 	}
 	switch {
@@ -168,7 +216,7 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--obs %q: must be hard or soft", o.obs)
 	case o.obs == "soft" && o.model != "":
 		return cfg, fmt.Errorf("--obs soft needs an image run (--run); symbols have no soft posterior")
-	case o.obs == "soft" && o.noise != 0:
+	case o.obs == "soft" && (o.noise != 0 || o.noiseAuto):
 		return cfg, fmt.Errorf("--noise applies to hard emissions only")
 	case !(o.threshold > 0 && o.threshold < 1):
 		return cfg, fmt.Errorf("--threshold %v: must be in (0, 1)", o.threshold)

@@ -30,6 +30,7 @@ func TestPlanBadArguments(t *testing.T) {
 		{"missing model file", []string{"--model", model, "--env", "aliased"}, "m.chmm"},
 		{"missing run dir", []string{"--run", filepath.Join(dir, "nowhere")}, "nowhere"},
 		{"not a run dir", []string{"--run", dir}, dir},
+		{"soft with noise", []string{"--run", dir, "--obs", "soft", "--noise", "auto"}, "--noise applies to hard emissions only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, append([]string{"plan", "--quiet"}, tc.args...)...)
@@ -86,6 +87,12 @@ func TestPlanSymbolicModel(t *testing.T) {
 		if m.Pairs != 40 || len(m.Trials) != 40 || m.SuccessRate < 0.9 {
 			t.Errorf("%s: %d pairs, %d trials, success %.3f", m.Mode, m.Pairs, len(m.Trials), m.SuccessRate)
 		}
+	}
+
+	// --noise auto: symbols are never misread, so the smallest ε explains them best.
+	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--noise", "auto")
+	if code != 0 || !strings.Contains(errOut, "--noise auto: ε = 0.01 ") {
+		t.Errorf("--noise auto: exit %d, stderr %q", code, errOut)
 	}
 
 	// The model does not fit another environment.
