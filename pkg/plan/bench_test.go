@@ -7,18 +7,18 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
-// benchMap is the exact model of a built-in environment with dup clones per
-// place, and the true place of every state.
-func benchMap(b *testing.B, name string, dup int) (*Map, *gridworld.Env, []int) {
-	b.Helper()
+// exactMap is the Map of the exact model of a built-in environment with dup
+// clones per place, and the true place of every state.
+func exactMap(tb testing.TB, name string, dup int) (*Map, *gridworld.Env, []int) {
+	tb.Helper()
 	env, err := gridworld.Named(name)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	m, truth := envModel(b, env, dup)
+	m, truth := envModel(tb, env, dup)
 	mp, err := NewMap(m)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return mp, env, truth
 }
@@ -26,7 +26,7 @@ func benchMap(b *testing.B, name string, dup int) (*Map, *gridworld.Env, []int) 
 // BenchmarkFilterStep: one forward step on two_rooms with two clones per
 // place (N = 175; O(N²) per step).
 func BenchmarkFilterStep(b *testing.B) {
-	mp, env, _ := benchMap(b, "two_rooms", 2)
+	mp, env, _ := exactMap(b, "two_rooms", 2)
 	sym := symbols(env)
 	places, actions := randomWalk(env, rand.New(rand.NewPCG(1, 1)), 0, 1000)
 	f, err := mp.NewFilter(FilterConfig{})
@@ -48,7 +48,7 @@ func BenchmarkFilterStep(b *testing.B) {
 // benchPlan plans between the two places of two_rooms farthest apart
 // (N = 175).
 func benchPlan(b *testing.B, method Method) {
-	mp, env, truth := benchMap(b, "two_rooms", 2)
+	mp, env, truth := exactMap(b, "two_rooms", 2)
 	d := Distances(env)
 	g0, g1 := 0, 0
 	for g := range d {
@@ -93,7 +93,7 @@ func BenchmarkPlanMaxProduct(b *testing.B) { benchPlan(b, MaxProduct) }
 // BenchmarkEvaluate: 200 pairs in both modes on the exact aliased model
 // (two clones per place).
 func BenchmarkEvaluate(b *testing.B) {
-	mp, env, _ := benchMap(b, "aliased", 2)
+	mp, env, _ := exactMap(b, "aliased", 2)
 	for range b.N {
 		if _, err := Evaluate(mp, env, symbols(env), DefaultEvalConfig()); err != nil {
 			b.Fatal(err)

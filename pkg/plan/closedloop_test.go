@@ -162,15 +162,7 @@ func slicesIndex(x []int, v int) int {
 // With 10% misread observations, soft emissions (or hard ones with a
 // misreading rate) keep the agent localised; noiseless hard emissions do worse.
 func TestClosedLoopNoisyObservations(t *testing.T) {
-	env, err := gridworld.Named("aliased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := envModel(t, env, 1)
-	mp, err := NewMap(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mp, env, _ := exactMap(t, "aliased", 1)
 	pool := noisyPool(t, env)
 	rate := map[string]float64{}
 	for _, tc := range []struct {

@@ -11,15 +11,7 @@ import (
 // replaced by a uniform other token at a known rate r gives back r (the grid's
 // nearest value), and an uncorrupted walk the smallest ε.
 func TestEstimateNoise(t *testing.T) {
-	env, err := gridworld.Named("corridors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := envModel(t, env, 1)
-	mp, err := NewMap(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mp, env, _ := exactMap(t, "corridors", 1)
 	sym := symbols(env)
 	for _, r := range []float64{0, 0.05, 0.2} {
 		rng := rand.New(rand.NewPCG(7, uint64(r*100)))
