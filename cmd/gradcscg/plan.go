@@ -151,7 +151,7 @@ func calibrateNoise(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cf
 	for t, g := range ep.Places {
 		obs[t] = observer.Observe(rng, g)
 	}
-	eps, ll, err := mp.EstimateNoise(obs, ep.Actions, cfg.Filter, nil)
+	eps, ll, err := mp.EstimateNoise(obs, ep.Actions, cfg.Filter, plan.DefaultNoiseGrid)
 	if err != nil {
 		return 0, fmt.Errorf("--noise auto: %w", err)
 	}

@@ -160,36 +160,20 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 		cfg.Steps, cfg.EvalSteps = o.steps, o.steps
 		cfg.ChunkLen = min(cfg.ChunkLen, o.steps)
 	}
-	if o.jointIters >= 0 {
-		cfg.JointIters = o.jointIters
-	}
+	override(&cfg.JointIters, o.jointIters)
 	if o.clones > 0 {
 		cfg.Clones = o.clones
 	}
-	if o.alphaDiv >= 0 {
-		cfg.AlphaDiv = o.alphaDiv
-	}
+	override(&cfg.AlphaDiv, o.alphaDiv)
 	if o.decode != "" {
 		cfg.Decode = o.decode
 	}
-	if o.collapseFrac >= 0 {
-		cfg.CollapseFrac = o.collapseFrac
-	}
-	if o.lambda >= 0 {
-		cfg.Lambda = o.lambda
-	}
-	if o.tau >= 0 {
-		cfg.Tau = o.tau
-	}
-	if o.alphaDivEnd >= 0 {
-		cfg.AlphaDivEnd = o.alphaDivEnd
-	}
-	if o.finalPrune >= 0 {
-		cfg.FinalPrune = o.finalPrune
-	}
-	if o.jitter >= 0 {
-		cfg.Jitter = o.jitter
-	}
+	override(&cfg.CollapseFrac, o.collapseFrac)
+	override(&cfg.Lambda, o.lambda)
+	override(&cfg.Tau, o.tau)
+	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
+	override(&cfg.FinalPrune, o.finalPrune)
+	override(&cfg.Jitter, o.jitter)
 	if o.arch != "" {
 		cfg.Arch = o.arch
 	}
@@ -200,6 +184,13 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
 	cfg.SupervisedWarmup = cfg.SupervisedWarmup || o.supervised
 	return cfg, cfg.Validate()
+}
+
+// override sets *dst to v unless v is negative (a flag left at its "default" value -1).
+func override[T int | float64](dst *T, v T) {
+	if v >= 0 {
+		*dst = v
+	}
 }
 
 // runName is the default run directory name of cfg: <env>_<dataset>_seed<N>, with

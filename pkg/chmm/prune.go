@@ -1,6 +1,9 @@
 package chmm
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // Prune returns a copy of m restricted to the states s with keep[s] (len N; the
 // sink is always kept). Rows and columns of the removed states are dropped from π
@@ -48,12 +51,7 @@ func Prune(m *Model, keep []bool) (*Model, []int, error) {
 			}
 		}
 	}
-	if m.Meta != nil {
-		p.Meta = make(map[string]string, len(m.Meta))
-		for k, v := range m.Meta {
-			p.Meta[k] = v
-		}
-	}
+	p.Meta = maps.Clone(m.Meta)
 	return p, old, nil
 }
 

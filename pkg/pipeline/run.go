@@ -711,12 +711,14 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	}
 	r.st.Extra["final_pruned_states"] = float64(hmm.N() - pruned.N())
 	r.st.Extra["final_num_states"] = float64(pruned.N())
+	if r.out != nil {
+		fmt.Fprintf(r.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
+	}
 	if cfg.FinalPruneIters == 0 {
 		return pruned, nil
 	}
 	var bar *progress.Bar
 	if r.out != nil {
-		fmt.Fprintf(r.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
 		bar = progress.New(r.out, "retrain", cfg.FinalPruneIters).Every(2 * time.Second)
 	}
 	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0

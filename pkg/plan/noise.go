@@ -36,5 +36,8 @@ func (mp *Map) EstimateNoise(obs []Obs, actions []int, cfg FilterConfig, grid []
 			best, bestLL = eps, ll[i]
 		}
 	}
+	if math.IsNaN(best) {
+		return 0, nil, fmt.Errorf("plan: no misreading rate of %v explains the walk (log-likelihoods %v)", grid, ll)
+	}
 	return best, ll, nil
 }
