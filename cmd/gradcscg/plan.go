@@ -34,7 +34,9 @@ type planOptions struct {
 	threshold, minProb      float64
 	obs, prior              string
 	noise, goalMass         float64
+	arriveMass              float64
 	noiseAuto, noiseSet     bool
+	noiseLearn              bool
 	quiet                   bool
 }
 
@@ -45,13 +47,16 @@ type planReport struct {
 	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
 	Obs     string  `json:"observations"`
 	Seconds float64 `json:"seconds"`
+	// Confusion is the token confusion matrix of --noise learn, [K][K].
+	Confusion [][]float64 `json:"confusion,omitempty"`
 	*plan.Report
 }
 
 // defaultPlanOptions returns the defaults of the flags of "gradcscg plan".
 func defaultPlanOptions() planOptions {
 	return planOptions{pairs: 200, mode: "both", seed: 1, localize: 20, demo: 20, planner: "bfs",
-		threshold: plan.DefaultThreshold, minProb: plan.DefaultMinProb, prior: "stationary", goalMass: plan.DefaultGoalMass}
+		threshold: plan.DefaultThreshold, minProb: plan.DefaultMinProb, prior: "stationary", goalMass: plan.DefaultGoalMass,
+		arriveMass: plan.DefaultArriveMass}
 }
 
 func runPlan(args []string) error {
@@ -71,21 +76,26 @@ func runPlan(args []string) error {
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
 	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
 	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
-	fs.Func("noise", "hard emissions: assumed token misreading rate ε in [0, 1), or auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood (default: auto for --run, 0 for --model)", func(v string) error {
-		o.noiseSet = true
-		if v == "auto" {
+	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM (default: learn for --run, 0 for --model)", func(v string) error {
+		o.noiseSet, o.noiseAuto, o.noiseLearn = true, false, false
+		switch v {
+		case "auto":
 			o.noiseAuto = true
+			return nil
+		case "learn":
+			o.noiseLearn = true
 			return nil
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("want a number or auto")
+			return fmt.Errorf("want a number, auto or learn")
 		}
-		o.noise, o.noiseAuto = x, false
+		o.noise = x
 		return nil
 	})
 	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
 	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
+	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place; below it, first take the actions that tell the goal from its rival")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -116,10 +126,16 @@ func planRun(o *planOptions) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.noiseAuto {
+	switch {
+	case o.noiseAuto:
 		if cfg.Filter.Noise, err = calibrateNoise(mp, env, observer, cfg, o.quiet); err != nil {
 			return nil, err
 		}
+	case o.noiseLearn:
+		if cfg.Filter.Confusion, err = learnConfusion(mp, env, observer, cfg, o.quiet); err != nil {
+			return nil, err
+		}
+		rep.Confusion = cfg.Filter.Confusion
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "%s: %d places; map: %d states, %d model places; %d pairs\n",
@@ -137,21 +153,55 @@ func planRun(o *planOptions) (*planReport, error) {
 	return rep, nil
 }
 
-// calibrationSteps is the length of the unlabelled walk of --noise auto.
+// calibrationSteps is the length of the unlabelled walk of --noise auto and
+// --noise learn.
 const calibrationSteps = 2000
 
-// calibrateNoise estimates the misreading rate ε for --noise auto: the agent walks
-// calibrationSteps steps at random (a walk and images of their own seed stream, not
-// the evaluation's) and keeps the ε under which the map explains what it saw best
-// (plan.Map.EstimateNoise). No place or label is used.
-func calibrateNoise(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) (float64, error) {
-	ep := env.Walk(gridworld.NewRand(cfg.Seed^0xca1b_7a7e), calibrationSteps)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xca1b_7a7e))
+// Confusion EM of --noise learn: the uniform rate it starts from and its
+// rounds (the log-likelihood settles within about five).
+const (
+	confusionStart  = 0.05
+	confusionRounds = 10
+)
+
+// calibrationWalk is the unlabelled walk of --noise auto and learn: the agent
+// walks calibrationSteps steps at random, on a walk and images of their own
+// seed stream (not the evaluation's), and keeps what it saw and did.
+func calibrationWalk(env *gridworld.Env, observer plan.Observer, seed uint64) ([]plan.Obs, []int) {
+	ep := env.Walk(gridworld.NewRand(seed^0xca1b_7a7e), calibrationSteps)
+	rng := rand.New(rand.NewPCG(seed, 0xca1b_7a7e))
 	obs := make([]plan.Obs, len(ep.Places))
 	for t, g := range ep.Places {
 		obs[t] = observer.Observe(rng, g)
 	}
-	eps, ll, err := mp.EstimateNoise(obs, ep.Actions, cfg.Filter, plan.DefaultNoiseGrid)
+	return obs, ep.Actions
+}
+
+// learnConfusion fits the token confusion matrix of --noise learn to the
+// calibration walk (plan.Map.EstimateConfusion). No place or label is used.
+func learnConfusion(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) ([][]float64, error) {
+	obs, actions := calibrationWalk(env, observer, cfg.Seed)
+	c, ll, err := mp.EstimateConfusion(obs, actions, cfg.Filter, confusionStart, confusionRounds)
+	if err != nil {
+		return nil, fmt.Errorf("--noise learn: %w", err)
+	}
+	if !quiet {
+		hit := 0.0
+		for k := range c {
+			hit += c[k][k]
+		}
+		fmt.Fprintf(stderr, "--noise learn: token confusion matrix fitted to a %d-step unlabelled walk (log-likelihood %.0f at ε = %g → %.0f after %d EM rounds; mean diagonal %.3f)\n",
+			calibrationSteps, ll[0], confusionStart, ll[len(ll)-1], confusionRounds, hit/float64(len(c)))
+	}
+	return c, nil
+}
+
+// calibrateNoise estimates the misreading rate ε for --noise auto: the ε under
+// which the map explains the calibration walk best (plan.Map.EstimateNoise).
+// No place or label is used.
+func calibrateNoise(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) (float64, error) {
+	obs, actions := calibrationWalk(env, observer, cfg.Seed)
+	eps, ll, err := mp.EstimateNoise(obs, actions, cfg.Filter, plan.DefaultNoiseGrid)
 	if err != nil {
 		return 0, fmt.Errorf("--noise auto: %w", err)
 	}
@@ -205,10 +255,10 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 	case o.localize < 1 || o.demo < 1:
 		return cfg, fmt.Errorf("--localize %d, --demo %d: walks need at least 1 observation", o.localize, o.demo)
 	}
-	if o.obs == "" { // hard tokens; image runs estimate their misreading rate by default
+	if o.obs == "" { // hard tokens; image runs learn their misreadings by default
 		o.obs = "hard"
 		if o.run != "" && !o.noiseSet {
-			o.noiseAuto = true
+			o.noiseLearn = true
 		}
 	}
 	switch {
@@ -216,7 +266,7 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--obs %q: must be hard or soft", o.obs)
 	case o.obs == "soft" && o.model != "":
 		return cfg, fmt.Errorf("--obs soft needs an image run (--run); symbols have no soft posterior")
-	case o.obs == "soft" && (o.noise != 0 || o.noiseAuto):
+	case o.obs == "soft" && (o.noise != 0 || o.noiseAuto || o.noiseLearn):
 		return cfg, fmt.Errorf("--noise applies to hard emissions only")
 	case !(o.threshold > 0 && o.threshold < 1):
 		return cfg, fmt.Errorf("--threshold %v: must be in (0, 1)", o.threshold)
@@ -226,6 +276,8 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--noise %v: must be in [0, 1)", o.noise)
 	case !(o.goalMass > 0 && o.goalMass <= 1):
 		return cfg, fmt.Errorf("--goal-mass %v: must be in (0, 1]", o.goalMass)
+	case !(o.arriveMass > 0 && o.arriveMass <= 1):
+		return cfg, fmt.Errorf("--arrive-mass %v: must be in (0, 1]", o.arriveMass)
 	}
 	switch o.mode {
 	case "open":
@@ -258,7 +310,7 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 	cfg.Pairs, cfg.Seed, cfg.LocalizeSteps, cfg.DemoSteps = o.pairs, o.seed, o.localize, o.demo
 	cfg.Plan.Threshold, cfg.Plan.MinProb = o.threshold, o.minProb
 	cfg.Filter.Soft, cfg.Filter.Noise = o.obs == "soft", o.noise
-	cfg.GoalMass = o.goalMass
+	cfg.GoalMass, cfg.ArriveMass = o.goalMass, o.arriveMass
 	return cfg, nil
 }
 

@@ -31,6 +31,8 @@ func TestPlanBadArguments(t *testing.T) {
 		{"missing run dir", []string{"--run", filepath.Join(dir, "nowhere")}, "nowhere"},
 		{"not a run dir", []string{"--run", dir}, dir},
 		{"soft with noise", []string{"--run", dir, "--obs", "soft", "--noise", "auto"}, "--noise applies to hard emissions only"},
+		{"soft with learned noise", []string{"--run", dir, "--obs", "soft", "--noise", "learn"}, "--noise applies to hard emissions only"},
+		{"bad arrival mass", []string{"--model", model, "--env", "aliased", "--arrive-mass", "0"}, "--arrive-mass 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, append([]string{"plan", "--quiet"}, tc.args...)...)
@@ -43,6 +45,10 @@ func TestPlanBadArguments(t *testing.T) {
 	code, _, errOut := run(t, "plan", "--no-such-flag")
 	if code != 2 || !strings.Contains(errOut, "no-such-flag") {
 		t.Errorf("unknown flag: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--noise", "lots")
+	if code != 2 || !strings.Contains(errOut, "want a number, auto or learn") {
+		t.Errorf("--noise lots: exit %d, stderr %q", code, errOut)
 	}
 }
 
@@ -93,6 +99,30 @@ func TestPlanSymbolicModel(t *testing.T) {
 	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--noise", "auto")
 	if code != 0 || !strings.Contains(errOut, "--noise auto: ε = 0.01 ") {
 		t.Errorf("--noise auto: exit %d, stderr %q", code, errOut)
+	}
+
+	// --noise learn: symbols are never misread, so the learned confusion
+	// matrix is nearly the identity (EM's pseudo-counts keep it off 1).
+	jsonPath := filepath.Join(t.TempDir(), "learn.json")
+	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--noise", "learn", "--json", jsonPath)
+	if code != 0 || !strings.Contains(errOut, "--noise learn: token confusion matrix") {
+		t.Fatalf("--noise learn: exit %d, stderr %q", code, errOut)
+	}
+	raw, err = os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var learned planReport
+	if err := json.Unmarshal(raw, &learned); err != nil {
+		t.Fatal(err)
+	}
+	if len(learned.Confusion) == 0 || !strings.Contains(learned.Filter, "confusion") {
+		t.Fatalf("--noise learn report: filter %q, confusion %v", learned.Filter, learned.Confusion)
+	}
+	for k, row := range learned.Confusion {
+		if row[k] < 0.95 {
+			t.Errorf("symbols: learned confusion[%d][%d] = %.3f, want ≥ 0.95", k, k, row[k])
+		}
 	}
 
 	// The model does not fit another environment.

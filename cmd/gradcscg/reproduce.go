@@ -31,6 +31,7 @@ func runReproduce(args []string) error {
 	arch := fset.String("arch", "conv", "images and plan suites: VQ-VAE architecture, conv (the reference) or mlp (fast); plan suite also all (both)")
 	runs := fset.String("runs", "runs", "images and plan suites: where the run directories live")
 	pairs := fset.Int("pairs", 200, "plan suite: random (start, goal) pairs per run")
+	variantFlag := fset.String("variant", "default", "plan suite: default, or a way of planning to compare: uniform-noise (--noise auto), soft (--obs soft), no-look (MPC stops on any majority), previous (both of uniform-noise and no-look)")
 	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
 	envsFlag := fset.String("envs", "", "comma-separated subset of the suite's environments")
@@ -65,7 +66,11 @@ func runReproduce(args []string) error {
 			if *pairs < 1 {
 				return fmt.Errorf("--pairs %d: need at least 1", *pairs)
 			}
-			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, *collect, *force, *quiet)
+			variant, err := lookupPlanVariant(*variantFlag)
+			if err != nil {
+				return err
+			}
+			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, variant, *collect, *force, *quiet)
 		}
 		if *arch != "conv" && *arch != "mlp" {
 			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)

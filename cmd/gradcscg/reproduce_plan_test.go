@@ -115,3 +115,42 @@ func TestReproducePlanCollect(t *testing.T) {
 		near(w.mode+" ambiguous", num(c[7]), w.ambiguous, 0.051)
 	}
 }
+
+// A variant keeps its reports in plan/<variant> and its table in
+// plan_<variant>.md, which names the flags it planned with; an unknown
+// variant is one clean error.
+func TestReproducePlanVariant(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "plan", "soft")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "results", "archive", "paper-joint-300", "plan", "aliased_mnist_seed1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "aliased_mnist_seed1.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "reproduce", "--suite", "plan", "--variant", "soft", "--collect", "--out", out, "--arch", "all")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "plan_soft.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--variant soft", "`--obs soft`", "reports in plan/soft/", "| aliased | conv | open | 1 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "plan.md")); err == nil {
+		t.Error("a variant wrote the default table plan.md")
+	}
+	code, _, errOut = run(t, "reproduce", "--suite", "plan", "--variant", "sideways", "--collect", "--out", out)
+	if code != 1 {
+		t.Errorf("unknown variant: exit %d", code)
+	}
+	oneCleanError(t, errOut, `--variant "sideways": must be one of default, uniform-noise, soft, no-look, previous`)
+}

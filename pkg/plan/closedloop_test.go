@@ -42,7 +42,9 @@ func checkReport(t *testing.T, rep *Report, minSuccess, maxRatio float64) {
 	}
 }
 
-// The exact model of an environment plans perfectly once localised.
+// The exact model of an environment plans perfectly once localised. (MPC
+// may take a few extra steps to look where the 20 observations leave two
+// places plausible, as in room's uniform interior: the bound 1.1.)
 func TestClosedLoopExactModel(t *testing.T) {
 	for _, tc := range []struct {
 		env string
@@ -65,7 +67,7 @@ func TestClosedLoopExactModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkReport(t, rep, 0.95, 1.05)
+		checkReport(t, rep, 0.95, 1.1)
 	}
 }
 
@@ -172,6 +174,7 @@ func TestClosedLoopNoisyObservations(t *testing.T) {
 		{"hard", FilterConfig{}},
 		{"noisy hard", FilterConfig{Noise: 0.1}},
 		{"soft", FilterConfig{Soft: true}},
+		{"learned confusion", FilterConfig{Confusion: learnedConfusion(t, mp, env, pool)}},
 	} {
 		cfg := DefaultEvalConfig()
 		cfg.Pairs, cfg.Modes, cfg.Filter = 100, []Mode{MPC}, tc.f
@@ -182,11 +185,63 @@ func TestClosedLoopNoisyObservations(t *testing.T) {
 		rate[tc.name] = rep.Modes[0].SuccessRate
 		t.Logf("%s: success %.2f, resets %d", tc.name, rep.Modes[0].SuccessRate, rep.Modes[0].Resets)
 	}
-	if rate["soft"] < 0.9 || rate["noisy hard"] < 0.9 {
-		t.Errorf("success with a noise model: soft %.2f, noisy hard %.2f; want ≥ 0.9", rate["soft"], rate["noisy hard"])
+	if rate["soft"] < 0.9 || rate["noisy hard"] < 0.9 || rate["learned confusion"] < 0.9 {
+		t.Errorf("success with a noise model: soft %.2f, noisy hard %.2f, learned confusion %.2f; want ≥ 0.9",
+			rate["soft"], rate["noisy hard"], rate["learned confusion"])
 	}
 	if rate["hard"] >= rate["soft"] {
 		t.Errorf("noiseless hard emissions (%.2f) should do worse than soft ones (%.2f) on misread tokens", rate["hard"], rate["soft"])
+	}
+}
+
+// learnedConfusion fits the confusion matrix to a 3,000-step walk of pool's
+// observations (its own seed) and checks that it learned the pool's
+// misreading: one image in ten shows the next token.
+func learnedConfusion(t *testing.T, mp *Map, env *gridworld.Env, pool *Pool) [][]float64 {
+	t.Helper()
+	ep := env.Walk(gridworld.NewRand(77), 3000)
+	rng := rand.New(rand.NewPCG(77, 1))
+	obs := make([]Obs, len(ep.Places))
+	for i, g := range ep.Places {
+		obs[i] = pool.Observe(rng, g)
+	}
+	c, _, err := mp.EstimateConfusion(obs, ep.Actions, FilterConfig{}, 0.05, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range c {
+		if math.Abs(c[k][k]-0.9) > 0.05 || math.Abs(c[k][(k+1)%mp.K]-0.1) > 0.05 {
+			t.Errorf("learned confusion row %d = %.3f; want 0.9 on the diagonal and 0.1 on the next token", k, c[k])
+		}
+	}
+	return c
+}
+
+// Looking before stopping (EvalConfig.ArriveMass) turns the exact room
+// model's stops on a belief split between two interior places into
+// successes; stopping on any majority (arrival mass ≈ 0) loses them.
+func TestClosedLoopLooksBeforeStopping(t *testing.T) {
+	mp, env, _ := exactMap(t, "room", 1)
+	rate := map[float64]float64{}
+	looks := map[float64]int{}
+	for _, am := range []float64{1e-9, DefaultArriveMass} {
+		cfg := DefaultEvalConfig()
+		cfg.Pairs, cfg.Modes, cfg.ArriveMass = 200, []Mode{MPC}, am
+		rep, err := Evaluate(mp, env, symbols(env), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate[am] = rep.Modes[0].SuccessRate
+		for _, tr := range rep.Modes[0].Trials {
+			looks[am] += tr.Looks
+		}
+		t.Logf("arrival mass %g: success %.3f, ratio %.3f, %d looks", am, rep.Modes[0].SuccessRate, rep.Modes[0].PathRatioMean, looks[am])
+	}
+	if looks[1e-9] != 0 || looks[DefaultArriveMass] == 0 {
+		t.Errorf("looks: %d without an arrival mass, %d with; want 0 and some", looks[1e-9], looks[DefaultArriveMass])
+	}
+	if !(rate[DefaultArriveMass] > rate[1e-9]) {
+		t.Errorf("success %.3f looking first, %.3f without: looking should help", rate[DefaultArriveMass], rate[1e-9])
 	}
 }
 

@@ -15,23 +15,24 @@
 //
 // Emissions e_t are the model's hard indicator log B (Sec. 3.3), the same
 // with a misreading rate ε (1−ε for the clones of the seen token, ε/(K−1) for
-// the others), or the soft posterior ρ_t(ω(j)) of an image (Sec. 3.5). The
+// the others), with a token confusion matrix C (C[k][o] for a clone of token
+// k that sees o), or the soft posterior ρ_t(ω(j)) of an image (Sec. 3.5). The
 // default prior is the stationary distribution of the random policy under the
 // learned transitions (an agent dropped in mid-walk); π̄ describes the start
 // of a training episode only. An observation of zero probability (possible
 // after hard EM, which leaves exact zeros) restarts the filter from the prior.
 //
-// Map.EstimateNoise chooses ε without labels: the value of a grid under which
-// the filter gives an unlabelled walk (what the agent saw and did) the
-// highest likelihood. `gradcscg plan --run` filters hard tokens with that ε
-// by default, estimated on a 2,000-step walk of its own seed stream. Why:
-// the soft posterior at the joint phase's τ = 0.2 is confident even when the
-// image was misread, and after a misread the belief moved onto the clones
-// that absorb such frames. On the 3-seed MNIST maps (MLP VQ-VAE, 200 pairs,
-// blind / MPC) success rose from 0.80 / 0.83 to 0.91 / 0.93 on room and from
-// 0.83 / 0.90 to 0.90 / 0.94 on two_rooms; aliased and corridors stayed at
-// 0.99 (`gradcscg reproduce --suite plan --arch all`, before and after; the
-// estimate was ε = 0.05 on the ten-class rooms, 0.02 on the others).
+// The misreading model is learnt without labels from an unlabelled walk (what
+// the agent saw and did). Map.EstimateConfusion fits C by EM with the map's
+// transitions fixed (Baum–Welch on the emissions; Map.EstimateNoise picks
+// the single ε of a grid with the highest likelihood instead). `gradcscg plan
+// --run` filters hard tokens with C fitted to a 2,000-step walk of its own
+// seed stream. Why: an encoder's misreadings are concentrated — on the MNIST
+// room maps a class is read as one particular other token, not a uniform one
+// — and the uniform ε that explains them best (0.05) either overrates every
+// other token or, raised, underrates the real confusion. Neither soft
+// emissions (confident even when the image was misread, at the joint phase's
+// τ = 0.2) nor the uniform ε did as well; see the README's planning table.
 //
 // # Model places
 //
@@ -100,8 +101,19 @@
 //
 //   - open: plan once and execute the whole plan blind;
 //   - mpc: take the plan's first action, filter the new observation,
-//     re-plan, and stop when the most probable clone is a goal clone; when
-//     no plan exists the agent takes a random action (to re-localise).
+//     re-plan, and stop when the most probable clone is a goal clone and its
+//     place holds at least ArriveMass (0.6) of the belief; when no plan
+//     exists the agent takes a random action (to re-localise).
+//
+// Looking before stopping: when the most probable clone is a goal clone but
+// the belief is split (typically between two places of room's uniform
+// interior that the last 20 observations cannot tell apart), MPC takes the
+// first action of Map.Distinguish — the shortest action sequence after which
+// the goal place and its strongest rival would show different tokens — and
+// re-plans from what it sees. The agent stops anyway when no such sequence
+// exists. DefaultArriveMass = 0.6 was chosen on validation pairs (seed 2)
+// of the MNIST room and two_rooms maps; 0.9 looked more often for almost no
+// further success.
 //
 // The step budget is 3·d + 10 actions (BudgetFactor, BudgetExtra), d the
 // true shortest path length from the start to the goal (d ≥ 1); an open plan

@@ -51,6 +51,10 @@ type FilterConfig struct {
 	// a clone of the observed token has likelihood 1−ε, any other real clone
 	// ε/(K−1). 0 is the model's own deterministic emission.
 	Noise float64
+	// Confusion, if set, replaces Noise with a full misreading model: a
+	// clone of token k sees token o with probability Confusion[k][o], shape
+	// [K][K], rows summing to 1 (Map.EstimateConfusion learns it).
+	Confusion [][]float64
 }
 
 // Validate reports an invalid field.
@@ -95,6 +99,9 @@ func (mp *Map) NewFilter(cfg FilterConfig) (*Filter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := mp.checkConfusion(cfg.Confusion); err != nil {
+		return nil, err
+	}
 	f := &Filter{mp: mp, cfg: cfg, prior: make([]float64, mp.N), belief: make([]float64, mp.N),
 		next: make([]float64, mp.N), emit: make([]float64, mp.N)}
 	switch cfg.Prior {
@@ -109,6 +116,33 @@ func (mp *Map) NewFilter(cfg FilterConfig) (*Filter, error) {
 		f.prior[mp.Sink()] = 0
 	}
 	return f, nil
+}
+
+// checkConfusion reports a confusion matrix that is not [K][K] with
+// probability rows (nil is fine: no matrix).
+func (mp *Map) checkConfusion(c [][]float64) error {
+	if c == nil {
+		return nil
+	}
+	if len(c) != mp.K {
+		return fmt.Errorf("plan: filter: confusion matrix has %d rows, the map %d tokens", len(c), mp.K)
+	}
+	for k, row := range c {
+		if len(row) != mp.K {
+			return fmt.Errorf("plan: filter: confusion row %d has %d entries, want %d", k, len(row), mp.K)
+		}
+		z := 0.0
+		for o, v := range row {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("plan: filter: confusion[%d][%d] = %v", k, o, v)
+			}
+			z += v
+		}
+		if math.Abs(z-1) > 1e-6 {
+			return fmt.Errorf("plan: filter: confusion row %d sums to %v, want 1", k, z)
+		}
+	}
+	return nil
 }
 
 // FilterHistory runs a new filter over a history: observations obs [T] and
@@ -172,6 +206,16 @@ func (f *Filter) emission(o Obs) error {
 	}
 	if o.Token < 0 || o.Token >= mp.K {
 		return fmt.Errorf("plan: filter: token %d outside [0, %d)", o.Token, mp.K)
+	}
+	if c := f.cfg.Confusion; c != nil {
+		for s := range mp.N {
+			if k := mp.token[s]; k >= 0 {
+				f.emit[s] = c[k][o.Token]
+			} else {
+				f.emit[s] = 0
+			}
+		}
+		return nil
 	}
 	hit, miss := 1.0, 0.0
 	if f.cfg.Noise > 0 && mp.K > 1 {
