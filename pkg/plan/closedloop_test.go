@@ -374,3 +374,56 @@ func TestEvaluateBadInput(t *testing.T) {
 		t.Error("NewMap(nil) accepted")
 	}
 }
+
+// The oracle filter of the true room equals the Filter of the room's exact
+// model (one clone per place, uniform prior) with the same emissions: one
+// token per place for symbols, the pool's misreading (0.9 own token, 0.1 the
+// next) as a confusion matrix for the noisy pool.
+func TestOracleFilterMatchesExactModel(t *testing.T) {
+	mp, env, truth := exactMap(t, "aliased", 1)
+	pool := noisyPool(t, env)
+	conf := make([][]float64, mp.K)
+	for k := range conf {
+		conf[k] = make([]float64, mp.K)
+		conf[k][k], conf[k][(k+1)%mp.K] = 0.9, 0.1
+	}
+	for _, tc := range []struct {
+		name string
+		obs  Observer
+		f    FilterConfig
+	}{
+		{"symbols", symbols(env), FilterConfig{Prior: PriorUniform}},
+		{"noisy pool", pool, FilterConfig{Prior: PriorUniform, Confusion: conf}},
+	} {
+		freq := tokenFrequencies(tc.obs, env.NumPlaces(), mp.K)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for trial := range 20 {
+			places, actions := randomWalk(env, rng, rng.IntN(env.NumPlaces()), 12)
+			obs := observeAll(tc.obs, rng, places)
+			got := oracleFilter(env, freq, obs, actions)
+			f, err := mp.FilterHistory(obs, actions, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, env.NumPlaces())
+			for s, b := range f.Belief() {
+				if truth[s] >= 0 {
+					want[truth[s]] += b
+				}
+			}
+			for g := range want {
+				if math.Abs(got[g]-want[g]) > 1e-9 {
+					t.Errorf("%s trial %d: oracle belief[%d] = %.12f, exact model %.12f", tc.name, trial, g, got[g], want[g])
+				}
+			}
+		}
+	}
+	if tokenFrequencies(observerFunc(nil), 3, 2) != nil {
+		t.Error("an observer of unknown frequencies got frequencies")
+	}
+}
+
+// observerFunc is an Observer of unknown token frequencies.
+type observerFunc func(rng *rand.Rand, place int) Obs
+
+func (f observerFunc) Observe(rng *rand.Rand, place int) Obs { return f(rng, place) }

@@ -102,18 +102,21 @@
 //   - open: plan once and execute the whole plan blind;
 //   - mpc: take the plan's first action, filter the new observation,
 //     re-plan, and stop when the most probable clone is a goal clone and its
-//     place holds at least ArriveMass (0.6) of the belief; when no plan
+//     place holds at least ArriveMass (0.9) of the belief; when no plan
 //     exists the agent takes a random action (to re-localise).
 //
 // Looking before stopping: when the most probable clone is a goal clone but
 // the belief is split (typically between two places of room's uniform
 // interior that the last 20 observations cannot tell apart), MPC takes the
-// first action of Map.Distinguish — the shortest action sequence after which
-// the goal place and its strongest rival would show different tokens — and
-// re-plans from what it sees. The agent stops anyway when no such sequence
-// exists. DefaultArriveMass = 0.6 was chosen on validation pairs (seed 2)
-// of the MNIST room and two_rooms maps; 0.9 looked more often for almost no
-// further success.
+// actions of Map.Distinguish — the shortest action sequence after which the
+// goal place and its strongest rival would show different tokens — filtering
+// what it sees, and then re-plans. (Re-planning in the middle of a look
+// turned the agent back before the telling observation, and it oscillated
+// until its budget ran out.) The agent stops anyway when no such sequence
+// exists. DefaultArriveMass = 0.9 (the confidence that makes a
+// demonstrated goal unambiguous) was chosen on validation pairs (seed 2) of
+// the MNIST room and two_rooms maps: looking more often raised success and
+// path length, and at 0.9 the mean path ratio was still within 1.1.
 //
 // The step budget is 3·d + 10 actions (BudgetFactor, BudgetExtra), d the
 // true shortest path length from the start to the goal (d ≥ 1); an open plan
