@@ -45,6 +45,25 @@ func BenchmarkFilterStep(b *testing.B) {
 	}
 }
 
+// BenchmarkEstimateConfusion: the EM of "gradcscg plan --noise learn" —
+// ten rounds of forward–backward over a 2,000-step walk — on two_rooms with
+// two clones per place (N = 175).
+func BenchmarkEstimateConfusion(b *testing.B) {
+	mp, env, _ := exactMap(b, "two_rooms", 2)
+	sym := symbols(env)
+	places, actions := randomWalk(env, rand.New(rand.NewPCG(1, 1)), 0, 2000)
+	obs := make([]Obs, len(places))
+	for i, g := range places {
+		obs[i] = Obs{Token: sym[g]}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := mp.EstimateConfusion(obs, actions, FilterConfig{}, 0.05, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchPlan plans between the two places of two_rooms farthest apart
 // (N = 175).
 func benchPlan(b *testing.B, method Method) {

@@ -14,36 +14,8 @@ import (
 // and returns p(s_T | o, a) and log Σ_paths p(s, o | a), where a path's weight
 // is prior(s_1) e_1(s_1) Π_t T[a_t, s_t, s_{t+1}] e_{t+1}(s_{t+1}).
 func bruteForcePosterior(m *chmm.Model, prior []float64, emit func(t, s int) float64, actions []int) ([]float64, float64) {
-	n, T := m.N(), len(actions)+1
-	tr := m.Transitions()
-	post := make([]float64, n)
-	total := 0.0
-	path := make([]int, T)
-	var rec func(t int, w float64)
-	rec = func(t int, w float64) {
-		if t == T {
-			post[path[T-1]] += w
-			total += w
-			return
-		}
-		for s := range n {
-			var step float64
-			if t == 0 {
-				step = prior[s]
-			} else {
-				step = tr[(actions[t-1]*n+path[t-1])*n+s]
-			}
-			if v := w * step * emit(t, s); v > 0 {
-				path[t] = s
-				rec(t+1, v)
-			}
-		}
-	}
-	rec(0, 1)
-	for s := range post {
-		post[s] /= total
-	}
-	return post, math.Log(total)
+	marg, ll := bruteForceMarginals(m, prior, emit, actions)
+	return marg[len(marg)-1], ll
 }
 
 func TestFilterMatchesBruteForce(t *testing.T) {
