@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
@@ -275,26 +276,8 @@ func (r *ModeResult) score() {
 		r.SuccessRate = float64(r.Successes) / float64(r.Pairs)
 		r.MeanSteps = float64(steps) / float64(r.Pairs)
 	}
-	r.PathRatioMean, r.PathRatioSD = meanSD(ratios)
-}
-
-// meanSD returns the mean and the sample standard deviation (0 for fewer
-// than two values).
-func meanSD(x []float64) (mean, sd float64) {
-	if len(x) == 0 {
-		return 0, 0
-	}
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	if len(x) < 2 {
-		return mean, 0
-	}
-	for _, v := range x {
-		sd += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(x)-1))
+	st := evaluate.MeanSD(ratios)
+	r.PathRatioMean, r.PathRatioSD = st.Mean, st.SD
 }
 
 // runPair draws pair number pair and executes it in every mode.
@@ -391,13 +374,18 @@ func execute(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, mode Mod
 		case perr != nil:
 			return perr
 		case p.Len() == 0: // the agent believes it is at the goal
-			look, lerr := mp.Distinguish(f.Belief(), cfg.Plan)
-			if p.Start >= cfg.ArriveMass || lerr != nil {
+			firm := p.Start >= cfg.ArriveMass
+			var look Plan
+			var lerr error
+			if !firm { // not firmly: look first
+				look, lerr = mp.Distinguish(f.Belief(), cfg.Plan)
+			}
+			if firm || lerr != nil {
 				t.End, t.Success, t.Resets = place, place == t.Goal, f.Resets()
 				return nil
 			}
-			// Not firmly: look first. The whole sequence is taken, since
-			// only its last observation tells the places apart.
+			// The whole sequence is taken, since only its last observation
+			// tells the places apart.
 			a, looking = look.Actions[0], look.Actions[1:]
 			t.Looks++
 		default:

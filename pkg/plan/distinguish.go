@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 )
 
 // ErrIndistinguishable is wrapped by the error of Distinguish when no action
@@ -62,9 +61,17 @@ func (mp *Map) Distinguish(belief []float64, cfg PlanConfig) (Plan, error) {
 				seen[next] = true
 				nodes = append(nodes, node{pair: next, parent: head, a: a, logp: cur.logp + lpi})
 				if mp.token[i] != mp.token[j] {
-					return backtrack(len(nodes)-1, func(k int) (int, int, int, float64) {
-						return nodes[k].parent, nodes[k].a, nodes[k].pair[0], nodes[k].logp
-					}, mp1), nil
+					// Walk the tree back from the new node.
+					out := Plan{Method: BFS, LogProb: cur.logp + lpi, Start: mp1}
+					for k := len(nodes) - 1; k >= 0; k = nodes[k].parent {
+						out.States = append(out.States, nodes[k].pair[0])
+						if nodes[k].parent >= 0 {
+							out.Actions = append(out.Actions, nodes[k].a)
+						}
+					}
+					slices.Reverse(out.Actions)
+					slices.Reverse(out.States)
+					return out, nil
 				}
 			}
 		}
@@ -73,45 +80,25 @@ func (mp *Map) Distinguish(belief []float64, cfg PlanConfig) (Plan, error) {
 		p, mp1, q, mp2, cfg.MaxSteps, cfg.Threshold, ErrIndistinguishable)
 }
 
-// backtrack builds the plan that ends at node k of a search tree, whose
-// node u has parent, the action from it, the state reached and the path's
-// log probability at(u) (parent −1 at the root).
-func backtrack(k int, at func(u int) (parent, a, state int, logp float64), start float64) Plan {
-	_, _, _, logp := at(k)
-	p := Plan{Method: BFS, LogProb: logp, Start: start}
-	for k >= 0 {
-		parent, a, s, _ := at(k)
-		p.States = append(p.States, s)
-		if parent >= 0 {
-			p.Actions = append(p.Actions, a)
-		}
-		k = parent
-	}
-	slices.Reverse(p.Actions)
-	slices.Reverse(p.States)
-	return p
-}
-
-// topPlaces returns the two model places of most belief mass (q = −1 when
-// only one place has any) and their masses, normalised over the real states.
+// topPlaces returns the two model places of most belief (q = −1 when only
+// one place has any; ties: the lowest index) and their normalised masses.
 func (mp *Map) topPlaces(belief []float64) (p, q int, mp1, mp2 float64) {
-	mass := make([]float64, mp.NumPlaces)
-	total := 0.0
-	for s, b := range belief[:mp.N-1] {
-		mass[mp.Place[s]] += b
-		total += b
+	mass := mp.placeMass(belief)
+	p, q = -1, -1
+	for r, m := range mass {
+		if p < 0 || m > mass[p] {
+			p = r
+		}
 	}
-	order := make([]int, mp.NumPlaces)
-	for i := range order {
-		order[i] = i
+	for r, m := range mass {
+		if r != p && m > 0 && (q < 0 || m > mass[q]) {
+			q = r
+		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return mass[order[i]] > mass[order[j]] })
-	p, q = order[0], -1
-	if len(order) > 1 && mass[order[1]] > 0 {
-		q = order[1]
-		mp2 = mass[q] / total
+	if q >= 0 {
+		mp2 = mass[q]
 	}
-	return p, q, mass[p] / total, mp2
+	return p, q, mass[p], mp2
 }
 
 // bestClone returns the clone of model place p with the most belief (ties:

@@ -82,10 +82,11 @@ func (c FilterConfig) Validate() error {
 type Filter struct {
 	mp     *Map
 	cfg    FilterConfig
-	prior  []float64 // [N]
-	belief []float64 // [N]
-	next   []float64 // [N] scratch
-	emit   []float64 // [N] scratch
+	conf   [][]float64 // [K][K] hard emissions: Confusion, or the matrix of Noise
+	prior  []float64   // [N]
+	belief []float64   // [N]
+	next   []float64   // [N] scratch
+	emit   []float64   // [N] scratch
 	logLik float64
 	steps  int
 	resets int
@@ -102,8 +103,11 @@ func (mp *Map) NewFilter(cfg FilterConfig) (*Filter, error) {
 	if err := mp.checkConfusion(cfg.Confusion); err != nil {
 		return nil, err
 	}
-	f := &Filter{mp: mp, cfg: cfg, prior: make([]float64, mp.N), belief: make([]float64, mp.N),
+	f := &Filter{mp: mp, cfg: cfg, conf: cfg.Confusion, prior: make([]float64, mp.N), belief: make([]float64, mp.N),
 		next: make([]float64, mp.N), emit: make([]float64, mp.N)}
+	if f.conf == nil {
+		f.conf = uniformConfusion(mp.K, cfg.Noise)
+	}
 	switch cfg.Prior {
 	case PriorStationary:
 		copy(f.prior, mp.Stationary)
@@ -207,28 +211,11 @@ func (f *Filter) emission(o Obs) error {
 	if o.Token < 0 || o.Token >= mp.K {
 		return fmt.Errorf("plan: filter: token %d outside [0, %d)", o.Token, mp.K)
 	}
-	if c := f.cfg.Confusion; c != nil {
-		for s := range mp.N {
-			if k := mp.token[s]; k >= 0 {
-				f.emit[s] = c[k][o.Token]
-			} else {
-				f.emit[s] = 0
-			}
-		}
-		return nil
-	}
-	hit, miss := 1.0, 0.0
-	if f.cfg.Noise > 0 && mp.K > 1 {
-		hit, miss = 1-f.cfg.Noise, f.cfg.Noise/float64(mp.K-1)
-	}
 	for s := range mp.N {
-		switch k := mp.token[s]; {
-		case k < 0:
+		if k := mp.token[s]; k >= 0 {
+			f.emit[s] = f.conf[k][o.Token]
+		} else {
 			f.emit[s] = 0
-		case k == o.Token:
-			f.emit[s] = hit
-		default:
-			f.emit[s] = miss
 		}
 	}
 	return nil

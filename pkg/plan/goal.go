@@ -110,8 +110,8 @@ const DefaultGoalMass = 0.9
 // less than minMass of the belief (0: DefaultGoalMass); Alternatives lists the
 // other places holding at least 1%.
 func (mp *Map) BeliefGoal(belief []float64, minMass float64) (Goal, error) {
-	if len(belief) != mp.N {
-		return Goal{}, fmt.Errorf("plan: belief has %d entries, the model %d states", len(belief), mp.N)
+	if err := mp.checkBelief(belief); err != nil {
+		return Goal{}, err
 	}
 	if minMass == 0 {
 		minMass = DefaultGoalMass
@@ -119,26 +119,13 @@ func (mp *Map) BeliefGoal(belief []float64, minMass float64) (Goal, error) {
 	if !(minMass > 0 && minMass <= 1) {
 		return Goal{}, fmt.Errorf("plan: goal mass %v outside (0, 1]", minMass)
 	}
-	mass := make([]float64, mp.NumPlaces)
-	total := 0.0
-	for s, b := range belief {
-		if !(b >= 0) {
-			return Goal{}, fmt.Errorf("plan: belief[%d] = %v", s, b)
-		}
-		if p := mp.Place[s]; p >= 0 {
-			mass[p] += b
-			total += b
-		}
-	}
-	if !(total > 0) {
-		return Goal{}, fmt.Errorf("plan: belief has no mass on a real state")
-	}
+	mass := mp.placeMass(belief)
 	best, _ := argmax(mass)
-	g := Goal{Kind: "demonstration", States: mp.PlaceStates(best), Places: []int{best}, Mass: mass[best] / total}
+	g := Goal{Kind: "demonstration", States: mp.PlaceStates(best), Places: []int{best}, Mass: mass[best]}
 	g.Ambiguous = g.Mass < minMass
 	for p, m := range mass {
-		if p != best && m/total >= 0.01 {
-			g.Alternatives = append(g.Alternatives, PlaceMass{Place: p, Mass: m / total})
+		if p != best && m >= 0.01 {
+			g.Alternatives = append(g.Alternatives, PlaceMass{Place: p, Mass: m})
 		}
 	}
 	sort.SliceStable(g.Alternatives, func(i, j int) bool { return g.Alternatives[i].Mass > g.Alternatives[j].Mass })

@@ -85,7 +85,7 @@ func (mp *Map) EstimateConfusion(obs []Obs, actions []int, cfg FilterConfig, sta
 		}
 	}
 	c := cfg
-	c.Soft, c.Noise, c.Confusion = false, 0, uniformConfusion(mp.K, start)
+	c.Soft, c.Noise, c.Confusion = false, start, nil
 	var lls []float64
 	for round := 0; ; round++ {
 		gamma, ll, err := mp.smooth(obs, actions, c)
@@ -125,7 +125,8 @@ func (mp *Map) EstimateConfusion(obs []Obs, actions []int, cfg FilterConfig, sta
 }
 
 // uniformConfusion is the confusion matrix of the uniform misreading rate
-// eps: 1−eps on the diagonal, eps/(K−1) elsewhere.
+// eps: 1−eps on the diagonal, eps/(K−1) elsewhere (eps = 0: the identity, the
+// model's own deterministic emissions).
 func uniformConfusion(k int, eps float64) [][]float64 {
 	c := make([][]float64, k)
 	for i := range c {

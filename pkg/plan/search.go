@@ -128,15 +128,7 @@ func (mp *Map) Plan(belief []float64, goal Goal, cfg PlanConfig) (Plan, error) {
 		return Plan{}, err
 	}
 	start, _ := argmax(belief[:mp.N-1])
-	placeMass := make([]float64, mp.NumPlaces)
-	total := 0.0
-	for s, b := range belief[:mp.N-1] {
-		placeMass[mp.Place[s]] += b
-		total += b
-	}
-	for q := range placeMass {
-		placeMass[q] /= total
-	}
+	placeMass := mp.placeMass(belief)
 	if target[mp.Place[start]] {
 		return Plan{States: []int{start}, Start: placeMass[mp.Place[start]], Method: cfg.Method}, nil
 	}
@@ -168,6 +160,21 @@ func (mp *Map) PlanFrom(start int, goal Goal, cfg PlanConfig) (Plan, error) {
 	p, err := mp.bfs(start, goal, target, cfg)
 	p.Start = 1
 	return p, err
+}
+
+// placeMass returns the belief on every model place, normalised over the
+// real states, shape [NumPlaces]. The belief must have passed checkBelief.
+func (mp *Map) placeMass(belief []float64) []float64 {
+	mass := make([]float64, mp.NumPlaces)
+	total := 0.0
+	for s, b := range belief[:mp.N-1] {
+		mass[mp.Place[s]] += b
+		total += b
+	}
+	for q := range mass {
+		mass[q] /= total
+	}
+	return mass
 }
 
 func (mp *Map) checkBelief(belief []float64) error {
