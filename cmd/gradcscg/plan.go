@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -35,8 +36,7 @@ type planOptions struct {
 	obs, prior              string
 	noise, goalMass         float64
 	arriveMass              float64
-	noiseAuto, noiseSet     bool
-	noiseLearn              bool
+	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn"; "" not given
 	quiet                   bool
 }
 
@@ -61,43 +61,7 @@ func defaultPlanOptions() planOptions {
 
 func runPlan(args []string) error {
 	o := defaultPlanOptions()
-	fs := newFlagSet("plan", "--run DIR | --model FILE --env NAME [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
-	fs.StringVar(&o.run, "run", "", "finished pipeline run directory (image observations: held-out images through its frozen VQ-VAE)")
-	fs.StringVar(&o.model, "model", "", "symbolic cloned-HMM model file (from 'gradcscg symbolic --save'); needs --env or --layout")
-	fs.StringVar(&o.env, "env", "", "built-in environment of --model (see 'gradcscg envs')")
-	fs.StringVar(&o.layout, "layout", "", "custom layout file of --model (overrides --env)")
-	fs.IntVar(&o.pairs, "pairs", o.pairs, "random (start, goal) pairs")
-	fs.StringVar(&o.mode, "mode", o.mode, "execution: open (whole plan blind), mpc (re-filter and re-plan every step) or both")
-	fs.Uint64Var(&o.seed, "seed", o.seed, "random seed of the pairs, walks and observations")
-	fs.StringVar(&o.jsonPath, "json", "", "write the report (with every trial) as JSON to this path")
-	fs.IntVar(&o.localize, "localize", o.localize, "observations of the random walk that localises the agent before planning")
-	fs.IntVar(&o.demo, "demo", o.demo, "observations of the demonstration walk that ends at (and defines) the goal place")
-	fs.StringVar(&o.planner, "planner", o.planner, "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
-	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
-	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
-	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
-	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM (default: learn for --run, 0 for --model)", func(v string) error {
-		o.noiseSet, o.noiseAuto, o.noiseLearn = true, false, false
-		switch v {
-		case "auto":
-			o.noiseAuto = true
-			return nil
-		case "learn":
-			o.noiseLearn = true
-			return nil
-		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("want a number, auto or learn")
-		}
-		o.noise = x
-		return nil
-	})
-	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
-	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
-	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place; below it, first take the actions that tell the goal from its rival")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(planFlags(&o), args); err != nil {
 		return err
 	}
 	rep, err := planRun(&o)
@@ -114,6 +78,42 @@ func runPlan(args []string) error {
 	return nil
 }
 
+// planFlags returns the flag set of "gradcscg plan", which writes into o.
+func planFlags(o *planOptions) *flag.FlagSet {
+	fs := newFlagSet("plan", "--run DIR | --model FILE --env NAME [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
+	fs.StringVar(&o.run, "run", "", "finished pipeline run directory (image observations: held-out images through its frozen VQ-VAE)")
+	fs.StringVar(&o.model, "model", "", "symbolic cloned-HMM model file (from 'gradcscg symbolic --save'); needs --env or --layout")
+	fs.StringVar(&o.env, "env", "", "built-in environment of --model (see 'gradcscg envs')")
+	fs.StringVar(&o.layout, "layout", "", "custom layout file of --model (overrides --env)")
+	fs.IntVar(&o.pairs, "pairs", o.pairs, "random (start, goal) pairs")
+	fs.StringVar(&o.mode, "mode", o.mode, "execution: open (whole plan blind), mpc (re-filter and re-plan every step) or both")
+	fs.Uint64Var(&o.seed, "seed", o.seed, "random seed of the pairs, walks and observations")
+	fs.StringVar(&o.jsonPath, "json", "", "write the report (with every trial) as JSON to this path")
+	fs.IntVar(&o.localize, "localize", o.localize, "observations of the random walk that localises the agent before planning")
+	fs.IntVar(&o.demo, "demo", o.demo, "observations of the demonstration walk that ends at (and defines) the goal place")
+	fs.StringVar(&o.planner, "planner", o.planner, "bfs (shortest path over transitions > --threshold) or maxproduct (original CSCG)")
+	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
+	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
+	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
+	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM (default: learn for --run, 0 for --model)", func(v string) error {
+		if v == "auto" || v == "learn" {
+			o.noiseModel = v
+			return nil
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number, auto or learn")
+		}
+		o.noiseModel, o.noise = "rate", x
+		return nil
+	})
+	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
+	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
+	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place; below it, first take the actions that tell the goal from its rival")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	return fs
+}
+
 // planRun checks the options, loads the map and runs the closed-loop
 // evaluation: everything "gradcscg plan" does but print and write it.
 func planRun(o *planOptions) (*planReport, error) {
@@ -126,12 +126,12 @@ func planRun(o *planOptions) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case o.noiseAuto:
+	switch o.noiseModel {
+	case "auto":
 		if cfg.Filter.Noise, err = calibrateNoise(mp, env, observer, cfg, o.quiet); err != nil {
 			return nil, err
 		}
-	case o.noiseLearn:
+	case "learn":
 		if cfg.Filter.Confusion, err = learnConfusion(mp, env, observer, cfg, o.quiet); err != nil {
 			return nil, err
 		}
@@ -257,8 +257,8 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 	}
 	if o.obs == "" { // hard tokens; image runs learn their misreadings by default
 		o.obs = "hard"
-		if o.run != "" && !o.noiseSet {
-			o.noiseLearn = true
+		if o.run != "" && o.noiseModel == "" {
+			o.noiseModel = "learn"
 		}
 	}
 	switch {
@@ -266,7 +266,7 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--obs %q: must be hard or soft", o.obs)
 	case o.obs == "soft" && o.model != "":
 		return cfg, fmt.Errorf("--obs soft needs an image run (--run); symbols have no soft posterior")
-	case o.obs == "soft" && (o.noise != 0 || o.noiseAuto || o.noiseLearn):
+	case o.obs == "soft" && (o.noise != 0 || o.noiseModel == "auto" || o.noiseModel == "learn"):
 		return cfg, fmt.Errorf("--noise applies to hard emissions only")
 	case !(o.threshold > 0 && o.threshold < 1):
 		return cfg, fmt.Errorf("--threshold %v: must be in (0, 1)", o.threshold)

@@ -21,19 +21,20 @@ var planArchs = []string{"conv", "mlp"}
 // planVariant is a way of planning that the plan suite can score instead of
 // the default, for comparison: its flags of "gradcscg plan".
 type planVariant struct {
-	name, flags string
-	apply       func(*planOptions)
+	name string
+	args []string
 }
+
+// flags returns the variant's flags as typed on the command line.
+func (v planVariant) flags() string { return strings.Join(v.args, " ") }
 
 // planVariants are the plan suite's --variant values.
 var planVariants = []planVariant{
-	{"default", "", func(*planOptions) {}},
-	{"uniform-noise", "--noise auto", func(o *planOptions) { o.noiseSet, o.noiseAuto = true, true }},
-	{"soft", "--obs soft", func(o *planOptions) { o.obs = "soft" }},
-	{"no-look", "--arrive-mass 1e-9", func(o *planOptions) { o.arriveMass = 1e-9 }},
-	{"previous", "--noise auto --arrive-mass 1e-9", func(o *planOptions) {
-		o.noiseSet, o.noiseAuto, o.arriveMass = true, true, 1e-9
-	}},
+	{"default", nil},
+	{"uniform-noise", []string{"--noise", "auto"}},
+	{"soft", []string{"--obs", "soft"}},
+	{"no-look", []string{"--arrive-mass", "1e-9"}},
+	{"previous", []string{"--noise", "auto", "--arrive-mass", "1e-9"}},
 }
 
 // lookupPlanVariant returns the variant called name.
@@ -98,8 +99,10 @@ func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs i
 						continue
 					}
 					o := defaultPlanOptions()
+					if err := parseFlags(planFlags(&o), variant.args); err != nil {
+						return fmt.Errorf("variant %s: %w", variant.name, err)
+					}
 					o.run, o.pairs, o.quiet = runDir, pairs, quiet
-					variant.apply(&o)
 					rep, err := planRun(&o)
 					if err != nil {
 						return fmt.Errorf("%s: %w", n, err)
@@ -195,8 +198,8 @@ func planTable(envs []string, dataset string, variant planVariant, groups map[st
 	perRun := ""
 	if variant.name != "default" {
 		cmd += " --variant " + variant.name
-		perRun = " " + variant.flags
-		fmt.Fprintf(&b, "Variant %s: planning with `%s` instead of the defaults.\n\n", variant.name, variant.flags)
+		perRun = " " + variant.flags()
+		fmt.Fprintf(&b, "Variant %s: planning with `%s` instead of the defaults.\n\n", variant.name, variant.flags())
 	}
 	var pairs []int // per run, over all reports
 	for _, rs := range groups {
