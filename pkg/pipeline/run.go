@@ -640,23 +640,11 @@ func (r *runner) final() error {
 		seqs[e] = chmm.Sequence{Obs: tokens[off : off+ep.Len()], Actions: ep.Actions}
 		off += ep.Len()
 	}
-	var bar *progress.Bar
-	if r.out != nil && cfg.FinalIters > 0 {
-		bar = progress.New(r.out, "finalise", cfg.FinalIters).Every(2 * time.Second)
-	}
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err,
-		Progress: func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }}
+		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
 	if cfg.FinalIters > 0 {
-		h, err := chmm.TrainGradient(hmm, seqs, gc)
-		if err != nil {
+		if err := r.trainFinal(hmm, seqs, gc, "finalise", ""); err != nil {
 			return fmt.Errorf("pipeline: finalisation: %w", err)
-		}
-		if bar != nil {
-			bar.Done("%s", h.Stop)
-		}
-		for i := range h.LogLik {
-			r.st.History = append(r.st.History, Record{Step: i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]})
 		}
 	}
 	if cfg.FinalPrune > 0 {
@@ -717,20 +705,28 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	if cfg.FinalPruneIters == 0 {
 		return pruned, nil
 	}
-	var bar *progress.Bar
-	if r.out != nil {
-		bar = progress.New(r.out, "retrain", cfg.FinalPruneIters).Every(2 * time.Second)
-	}
 	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0
-	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
-	h, err := chmm.TrainGradient(pruned, seqs, gc)
-	if err != nil {
+	if err := r.trainFinal(pruned, seqs, gc, "retrain", fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())); err != nil {
 		return nil, fmt.Errorf("pipeline: training the pruned model: %w", err)
 	}
-	if bar != nil {
-		bar.Done("%s", h.Stop)
+	return pruned, nil
+}
+
+// trainFinal trains hmm on seqs with gc behind a progress bar called label and
+// appends its iterations to the history as finalisation records, numbered after
+// the last one; event, if set, marks the first.
+func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label, event string) error {
+	var bar *progress.Bar
+	if r.out != nil {
+		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
 	}
-	n := 0 // finalisation iterations before pruning
+	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
+	h, err := chmm.TrainGradient(hmm, seqs, gc)
+	if err != nil {
+		return err
+	}
+	bar.Done("%s", h.Stop)
+	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
 		if rec.Phase == PhaseFinal {
 			n = rec.Step
@@ -739,11 +735,11 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	for i := range h.LogLik {
 		rec := Record{Step: n + i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]}
 		if i == 0 {
-			rec.Event = fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())
+			rec.Event = event
 		}
 		r.st.History = append(r.st.History, rec)
 	}
-	return pruned, nil
+	return nil
 }
 
 // ---- Evaluation ----
