@@ -28,8 +28,8 @@
 // the single ε of a grid with the highest likelihood instead). `gradcscg plan
 // --run` filters hard tokens with C fitted to a 2,000-step walk of its own
 // seed stream. Why: an encoder's misreadings are concentrated — on the MNIST
-// room maps a class is read as one particular other token, not a uniform one
-// — and the uniform ε that explains them best (0.05) either overrates every
+// room maps a class is misread mostly as one or two particular other tokens,
+// not uniformly — and the uniform ε that explains them best (0.05) either overrates every
 // other token or, raised, underrates the real confusion. Neither soft
 // emissions (confident even when the image was misread, at the joint phase's
 // τ = 0.2) nor the uniform ε did as well; see the README's planning table.
