@@ -163,17 +163,30 @@ func LogUniform(k int) float64 { return math.Log(float64(k)) }
 
 // DiversityPenalty is log K − H(ρ̄) with ρ̄ the mean soft posterior over the valid
 // frames (Sec. 3.6): logRho [B,K], optional mask [B] → scalar ≥ 0.
+//
+// ρ̄ is computed in log space, log ρ̄_k = lse_b(log ρ[b,k]) − log B_valid, and
+// H = −Σ_k ρ̄_k log ρ̄_k from it, so the gradient −ρ̄_k(1 + log ρ̄_k) is finite for every
+// ρ̄_k ≥ 0. (Averaging exp(log ρ) first made an unused code's ρ̄_k a float32 denormal
+// at near-collapse; the 1/ρ̄_k of log's derivative overflowed to +Inf and met the
+// exp(log ρ) = 0 of other frames as Inf·0 = NaN in the encoder gradient.)
 func DiversityPenalty(logRho, mask *Node) *Node {
-	k := logRho.Shape().Dimensions[1]
-	rho := Exp(logRho)
+	g := logRho.Graph()
+	dt := logRho.DType()
+	b, k := logRho.Shape().Dimensions[0], logRho.Shape().Dimensions[1]
+	x := logRho // [B,K]
+	count := Scalar(g, dt, float64(b))
 	if mask != nil {
-		w := ExpandAxes(ConvertDType(mask, rho.DType()), -1)
-		rho = Div(ReduceSum(Mul(rho, w), 0), MaxScalar(ReduceAllSum(w), 1e-12))
-	} else {
-		rho = ReduceMean(rho, 0)
+		valid := GreaterThan(ConvertDType(mask, dt), ScalarZero(g, dt)) // [B]
+		valid = BroadcastToDims(ExpandAxes(valid, -1), b, k)            // [B,K]
+		x = Where(valid, logRho, Scalar(g, dt, -1e30))                  // padded frames: weight 0
+		count = MaxScalar(ReduceAllSum(ConvertDType(GreaterThan(ConvertDType(mask, dt), ScalarZero(g, dt)), dt)), 1)
 	}
-	zero := ZerosLike(rho)
-	safe := Where(GreaterThan(rho, zero), rho, OnesLike(rho))
-	h := Neg(ReduceAllSum(Where(GreaterThan(rho, zero), Mul(rho, Log(safe)), zero)))
-	return Sub(Scalar(logRho.Graph(), logRho.DType(), LogUniform(k)), h)
+	m := StopGradient(ReduceMax(x, 0))                                                  // [K] shift
+	m = Where(IsFinite(m), m, ScalarZero(g, dt))                                        // an all −Inf column
+	logBar := Sub(Add(m, Log(ReduceSum(Exp(Sub(x, ExpandAxes(m, 0))), 0))), Log(count)) // [K] log ρ̄
+	finiteBar := IsFinite(logBar)
+	logBar = Where(finiteBar, logBar, ScalarZero(g, dt)) // ρ̄_k = 0: contributes 0
+	rhoBar := Where(finiteBar, Exp(logBar), ZerosLike(logBar))
+	h := Neg(ReduceAllSum(Mul(rhoBar, logBar)))
+	return Sub(Scalar(g, dt, LogUniform(k)), h)
 }

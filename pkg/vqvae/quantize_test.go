@@ -3,6 +3,7 @@ package vqvae
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph"
@@ -241,6 +242,83 @@ func TestUsageStatistics(t *testing.T) {
 			MustCall(mat(tc.logRho, 2, k))[0]
 		if v := flat64(t, got)[0]; math.Abs(v-tc.want) > 1e-12 {
 			t.Errorf("DiversityPenalty = %g, want %g", v, tc.want)
+		}
+	}
+}
+
+// TestDiversityPenaltyGradient checks log K − H(ρ̄) and its gradient against a direct
+// computation and central differences (float64, with a padded frame holding NaN), and
+// that the float32 gradient stays finite at near-collapse: a code whose mean posterior
+// is a denormal (one frame of 64 at log ρ = −86) made the gradient NaN
+// before ρ̄ was computed in log space.
+func TestDiversityPenaltyGradient(t *testing.T) {
+	const b, k = 4, 3
+	rng := rand.New(rand.NewPCG(21, 22))
+	logits := randSlice(rng, b*k, 2)
+	logRho := make([]float64, b*k)
+	for i := range b {
+		lse := math.Log(math.Exp(logits[i*k]) + math.Exp(logits[i*k+1]) + math.Exp(logits[i*k+2]))
+		for j := range k {
+			logRho[i*k+j] = logits[i*k+j] - lse
+		}
+	}
+	mask := []float64{1, 1, 1, 0}
+	logRho[3*k+1] = math.NaN() // padding: anything
+	direct := func(lr []float64) float64 {
+		h := 0.0
+		for j := range k {
+			bar := 0.0
+			for i := range 3 {
+				bar += math.Exp(lr[i*k+j]) / 3
+			}
+			h -= bar * math.Log(bar)
+		}
+		return math.Log(k) - h
+	}
+	exec := MustNewExec(testBackend(), func(lr, m *Node) []*Node {
+		d := DiversityPenalty(lr, m)
+		return []*Node{d, Gradient(d, lr)[0]}
+	})
+	out := exec.MustCall(mat(logRho, b, k), tensors.FromValue(mask))
+	if v, want := flat64(t, out[0])[0], direct(logRho); math.Abs(v-want) > 1e-12 {
+		t.Errorf("DiversityPenalty = %.15g, want %.15g", v, want)
+	}
+	grad := flat64(t, out[1])
+	const h = 1e-6
+	for i := range 3 * k {
+		x := slices.Clone(logRho)
+		x[i] += h
+		up := direct(x)
+		x[i] -= 2 * h
+		fd := (up - direct(x)) / (2 * h)
+		if math.Abs(grad[i]-fd) > 1e-7 {
+			t.Errorf("∂/∂logρ[%d] = %.9g, central difference %.9g", i, grad[i], fd)
+		}
+	}
+	for i := 3 * k; i < b*k; i++ {
+		if grad[i] != 0 {
+			t.Errorf("padded frame: gradient %g at %d, want 0", grad[i], i)
+		}
+	}
+
+	// float32 near-collapse: 64 frames, code 2 at log ρ = −86 on one of them (ρ̄_2 =
+	// 7e-40, a denormal whose reciprocal overflows), far below on the others.
+	const n = 64
+	lr32 := make([]float32, n*k)
+	for i := range n {
+		lr32[i*k+1], lr32[i*k+2] = -2000, -3000
+	}
+	lr32[2] = -86
+	out = MustNewExec(testBackend(), func(lr *Node) []*Node {
+		d := DiversityPenalty(lr, nil)
+		return []*Node{d, Gradient(d, lr)[0]}
+	}).MustCall(tensors.FromFlatDataAndDimensions(lr32, n, k))
+	if v := float64(out[0].Value().(float32)); math.Abs(v-math.Log(k)) > 1e-6 {
+		t.Errorf("near-collapse DiversityPenalty = %g, want log 3", v)
+	}
+	for i, g := range tensors.MustCopyFlatData[float32](out[1]) {
+		if math.IsNaN(float64(g)) || math.IsInf(float64(g), 0) {
+			t.Fatalf("near-collapse gradient[%d] = %g, want finite", i, g)
 		}
 	}
 }
