@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // graph code reads like the equations
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
+	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
@@ -33,6 +35,15 @@ type Joint struct {
 	// NoLengthNorm drops the 1/T_b of the HMM term (Sec. 3.6 length normalisation).
 	FreezeVQ, NoLengthNorm bool
 
+	// GradFrames, if in (0, B·T), is the number of a step's frames (the first rows of
+	// Chunk.Images, see Chunk.Order) whose reconstruction and commitment are computed and
+	// through which gradients reach the encoder and decoder; the other frames are encoded
+	// forward-only and enter the HMM and diversity terms without gradient. The gradient
+	// that the HMM and diversity terms send through the subset's log ρ is scaled by
+	// B·T/GradFrames, so the encoder's gradient is an unbiased estimate of the full one.
+	// 0 (or B·T): every frame. Set before the first Step.
+	GradFrames int
+
 	vqCfg           vqvae.Config
 	beta, lr, hmmLR float64
 	exec            *model.Exec
@@ -48,6 +59,9 @@ type StepMetrics struct {
 	Perplexity float64 // exp H of the hard-token usage over the valid frames
 	Active     int     // codes used in the batch
 	Revived    int     // dead codes re-seeded after the step
+	// Applied is false when the step would have written a non-finite value (loss,
+	// parameter, optimizer or codebook state): then no variable changed.
+	Applied bool
 }
 
 // NewJoint adds the HMM logits of hmm (float32) to vq's store under HMMScope and
@@ -122,26 +136,30 @@ func (j *Joint) HMM() (*chmm.Model, error) {
 
 // graph builds one joint step (Algorithm 1). Inputs:
 //
-//	x       [B·T, S, S, 1] float32  the chunks' frames, chunk-major (padding: anything)
+//	x       [B·T, S, S, 1] float32  the chunks' frames in row order (Chunk.Order; padding: anything)
+//	order   [B·T] int32             row of x holding chunk frame i (chunk-major)
 //	actions [B, T−1] int32          a_t of each chunk
 //	mask    [B, T] float32          1 for real steps, 0 for padding (a prefix mask)
 //	lambda  scalar float32          λ_t (annealed and throttled by the caller)
+//	alpha   scalar float32          α_div of this step
 //
 // and the loss (Sec. 3.6)
 //
 //	L = L_rec + β·L_commit + λ_t·(−(1/|B|) Σ_b ℓ^s_b / T_b) + α_div·(log K − H(ρ̄))
 //
-// with every term over the valid frames only. The VQ-VAE variables take an Adam step at
-// rate lr, (π, Θ) one at rate hmmLR (two optimizers on disjoint scopes, one gradient
-// pass), then the codebook takes its EMA update (and dead-code revival).
+// with every term over the valid frames only (L_rec and L_commit over the GradFrames
+// rows). The VQ-VAE variables take an Adam step at rate lr, (π, Θ) one at rate hmmLR
+// (two optimizers on disjoint scopes, one gradient pass), then the codebook takes its
+// EMA update (and dead-code revival). If the loss or any new variable value is not
+// finite, every variable keeps its old value (the step is not applied).
 func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
-	x, actions, mask, lambda, alpha := in[0], in[1], in[2], in[3], in[4]
+	x, order, actions, mask, lambda, alpha := in[0], in[1], in[2], in[3], in[4], in[5]
 	g := x.Graph()
 	root.Store().SetTraining(g, true)
 	vs, hs := root.At(vqvae.ScopeName), root.At(HMMScope)
 	c := j.vqCfg
 	dt := x.DType()
-	t := j.Terms(root, x, actions, mask)
+	t := j.Terms(root, x, order, actions, mask)
 	loss := t.Loss(lambda, alpha, j.beta)
 
 	// Step 8: one gradient pass, two Adam optimizers on disjoint scopes.
@@ -168,23 +186,53 @@ func (j *Joint) graph(root *model.Scope, in []*Node) []*Node {
 	}
 	adam(j.hmmLR).UpdateGraphWithGradients(hs, grads[counts[0]:], dt)
 
-	usage := vqvae.Usage(t.Out.Tokens, c.K, t.FlatMask, dt)
+	usage := vqvae.Usage(t.Out.Tokens, c.K, t.RowMask, dt)
 	var revived *Node
 	if j.FreezeVQ {
 		revived = ScalarZero(g, dt)
 	} else {
-		revived = c.UpdateCodebook(vs, t.Out.Z, t.Out.Tokens, t.FlatMask) // step 2 (EMA), after the losses read the codebook
+		revived = c.UpdateCodebook(vs, t.Out.Z, t.Out.Tokens, t.RowMask) // step 2 (EMA), after the losses read the codebook
 	}
-	return []*Node{loss, t.Out.Rec, t.Out.Commit, t.NLL, t.Div, vqvae.Perplexity(usage), vqvae.ActiveCodes(usage), revived}
+	applied := guardFinite(root.Store(), g, loss)
+	return []*Node{loss, t.Out.Rec, t.Out.Commit, t.NLL, t.Div, vqvae.Perplexity(usage), vqvae.ActiveCodes(usage), revived,
+		ConvertDType(applied, dt)}
+}
+
+// guardFinite makes the step all-or-nothing: unless loss and the new value of every
+// variable the graph changes are finite, each such variable keeps its value at the
+// start of the step. It returns whether the step is applied (scalar Bool).
+func guardFinite(st *model.Store, g *Graph, loss *Node) *Node {
+	ok := LogicalAll(IsFinite(loss))
+	var changed []*model.Variable
+	for v := range st.IterVariables() {
+		if !v.ChangedInGraph(g) {
+			continue
+		}
+		changed = append(changed, v)
+		if nv := v.NodeValue(g); nv.DType().IsFloat() {
+			ok = LogicalAnd(ok, LogicalAll(IsFinite(nv)))
+		}
+	}
+	for _, v := range changed {
+		old := g.GetParameterByName(v.Path())
+		if old == nil {
+			exceptions.Panicf("pipeline: joint step: variable %s has no parameter node", v.Path())
+		}
+		v.SetNodeValue(Where(ok, v.NodeValue(g), old))
+	}
+	return ok
 }
 
 // Terms are the nodes of the joint objective's terms (Sec. 3.6) for one minibatch.
 type Terms struct {
-	Out      vqvae.Outputs // the VQ-VAE pass over the B·T frames (Rec, Commit, Tokens, ...)
-	FlatMask *Node         // [B·T] frame validity
-	LL       *Node         // [B] soft log-likelihood ℓ^s_b of each chunk (Sec. 3.5)
-	NLL      *Node         // −(1/|B|) Σ_b ℓ^s_b / T_b (length-normalised, Sec. 3.6)
-	Div      *Node         // log K − H(ρ̄) over the valid frames
+	// Out is the VQ-VAE pass: Z, Tokens, Q and Dist2 over the B·T frames in row order,
+	// LogRho [B·T,K] in chunk order, XHat, Rec and Commit over the GradFrames rows.
+	Out      vqvae.Outputs
+	FlatMask *Node // [B·T] frame validity, chunk order
+	RowMask  *Node // [B·T] frame validity, row order (for Out.Z and Out.Tokens)
+	LL       *Node // [B] soft log-likelihood ℓ^s_b of each chunk (Sec. 3.5)
+	NLL      *Node // −(1/|B|) Σ_b ℓ^s_b / T_b (length-normalised, Sec. 3.6)
+	Div      *Node // log K − H(ρ̄) over the valid frames
 }
 
 // Loss is L_rec + β·L_commit + λ·NLL + α_div·L_div (lambda and alpha are scalar nodes:
@@ -194,18 +242,56 @@ func (t Terms) Loss(lambda, alpha *Node, beta float64) *Node {
 }
 
 // Terms builds Algorithm 1 steps 1 and 3–6 on the variables under root (/vqvae and
-// /hmm): x [B·T,S,S,1], actions [B,T−1] int32, mask [B,T] (1 = real step, a prefix).
-// Padded frames count in no term. It changes no variable.
-func (j *Joint) Terms(root *model.Scope, x, actions, mask *Node) Terms {
+// /hmm): x [B·T,S,S,1] in row order, order [B·T] int32 (row of chunk frame i), actions
+// [B,T−1] int32, mask [B,T] (1 = real step, a prefix, chunk order). The first
+// GradFrames rows of x carry gradients (Joint.GradFrames). Padded frames count in no
+// term. It changes no variable.
+func (j *Joint) Terms(root *model.Scope, x, order, actions, mask *Node) Terms {
 	g := x.Graph()
 	vs, hs := root.At(vqvae.ScopeName), root.At(HMMScope)
 	c := j.vqCfg
 	dt := x.DType()
 	B, T := mask.Shape().Dimensions[0], mask.Shape().Dimensions[1]
+	n := B * T
+	r := j.gradFrames(n)
 	var t Terms
-	t.FlatMask = Reshape(mask, B*T)                                                    // [B·T]
-	t.Out = c.Forward(vs, x, t.FlatMask)                                               // steps 1, 3, 4
-	logRho := Reshape(t.Out.LogRho, B, T, c.K)                                         // [B, T, K]
+	t.FlatMask = Reshape(mask, n)                                                                               // [B·T] chunk order
+	perm := Scatter(ExpandAxes(order, -1), Iota(g, order.Shape(), 0), shapes.Make(dtypes.Int32, n), false, true) // [B·T] chunk frame of row i
+	t.RowMask = Gather(t.FlatMask, ExpandAxes(perm, -1), false)                                                 // [B·T] row order
+
+	// Steps 1, 3, 4: encoder on every row, gradients through the first r only.
+	var z *Node // [B·T, D] row order
+	if r == n {
+		z = c.Encode(vs, x)
+	} else {
+		xg := Slice(x, AxisRange(0, r))
+		xf := Slice(x, AxisRange(r, n))
+		z = Concatenate([]*Node{c.Encode(vs, xg), StopGradient(c.Encode(vs, xf))}, 0)
+	}
+	o := vqvae.Outputs{Z: z, Codebook: vqvae.CodebookState(vs, g)}
+	o.Tokens, o.Q, o.Dist2 = vqvae.Quantize(z, o.Codebook.Codebook)
+	logRhoRows := vqvae.SoftPosterior(o.Dist2, c.Tau) // [B·T, K] row order
+	if r < n {
+		// The HMM and diversity terms read log ρ of all frames; only the subset rows
+		// carry gradient, scaled by n/r for an unbiased estimate of the full gradient.
+		sub := Slice(logRhoRows, AxisRange(0, r))
+		sub = Add(StopGradient(sub), MulScalar(Sub(sub, StopGradient(sub)), float64(n)/float64(r)))
+		logRhoRows = Concatenate([]*Node{sub, Slice(logRhoRows, AxisRange(r, n))}, 0)
+	}
+	o.LogRho = Gather(logRhoRows, ExpandAxes(order, -1), false) // [B·T, K] chunk order
+	zg, qg := z, o.Q
+	maskG := t.RowMask
+	xr := x
+	if r < n {
+		zg, qg = Slice(z, AxisRange(0, r)), Slice(o.Q, AxisRange(0, r))
+		maskG = Slice(t.RowMask, AxisRange(0, r))
+		xr = Slice(x, AxisRange(0, r))
+	}
+	o.XHat = c.Decode(vs, vqvae.StraightThrough(zg, qg))
+	o.Rec, o.Commit = vqvae.Losses(xr, o.XHat, zg, qg, maskG)
+	t.Out = o
+
+	logRho := Reshape(o.LogRho, B, T, c.K)                                             // [B, T, K]
 	logEmit := j.Layout.StateLogEmissions(logRho)                                      // [B, T, N]: log ρ_t(ω(j)), sink −Inf (Sec. 3.5)
 	pi := hs.GetVariable("pi").NodeValue(g)                                            // [N]
 	theta := hs.GetVariable("theta").NodeValue(g)                                      // [A, N, N]
@@ -216,8 +302,16 @@ func (j *Joint) Terms(root *model.Scope, x, actions, mask *Node) Terms {
 		lengths := MaxScalar(ReduceSum(mask, 1), 1)    // [B] T_b
 		t.NLL = Neg(ReduceAllMean(Div(t.LL, lengths))) // step 6
 	}
-	t.Div = vqvae.DiversityPenalty(t.Out.LogRho, t.FlatMask)
+	t.Div = vqvae.DiversityPenalty(o.LogRho, t.FlatMask)
 	return t
+}
+
+// gradFrames is the number of gradient rows of a step of n frames.
+func (j *Joint) gradFrames(n int) int {
+	if j.GradFrames <= 0 || j.GradFrames >= n {
+		return n
+	}
+	return j.GradFrames
 }
 
 // Chunk is one minibatch of the joint phase: B chunks of T steps.
@@ -226,18 +320,45 @@ type Chunk struct {
 	Actions []int32   // B·(T−1)
 	Mask    []float32 // B·T, a prefix of ones per chunk
 	B, T    int
+	// Order, if set, is a permutation of the B·T frames: Order[r] is the chunk frame
+	// that Step places at row r, so with Joint.GradFrames = R the frames Order[:R]
+	// carry gradients. nil: chunk order (the first R frames).
+	Order []int32
 }
 
 // Step runs one joint step with weights lambda (λ_t) and alpha (α_div of this step).
 func (j *Joint) Step(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
 	s := j.VQ.Config().Side
-	if len(ch.Images) != ch.B*ch.T*s*s || len(ch.Actions) != ch.B*(ch.T-1) || len(ch.Mask) != ch.B*ch.T {
+	n := ch.B * ch.T
+	p := s * s
+	if len(ch.Images) != n*p || len(ch.Actions) != ch.B*(ch.T-1) || len(ch.Mask) != n {
 		return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk sizes %d/%d/%d do not match B=%d, T=%d, side %d",
 			len(ch.Images), len(ch.Actions), len(ch.Mask), ch.B, ch.T, s)
 	}
 	for i, a := range ch.Actions {
 		if a < 0 || int(a) >= j.A {
 			return StepMetrics{}, fmt.Errorf("pipeline: Step: chunk %d step %d: action %d outside [0,%d)", i/(ch.T-1), i%(ch.T-1), a, j.A)
+		}
+	}
+	images := ch.Images
+	order := make([]int32, n) // row of chunk frame i
+	if ch.Order == nil {
+		for i := range order {
+			order[i] = int32(i)
+		}
+	} else {
+		if len(ch.Order) != n {
+			return StepMetrics{}, fmt.Errorf("pipeline: Step: Order has %d entries, want B·T = %d", len(ch.Order), n)
+		}
+		seen := make([]bool, n)
+		images = make([]float32, n*p)
+		for r, f := range ch.Order {
+			if f < 0 || int(f) >= n || seen[f] {
+				return StepMetrics{}, fmt.Errorf("pipeline: Step: Order is not a permutation of 0..%d (entry %d = %d)", n-1, r, f)
+			}
+			seen[f] = true
+			order[f] = int32(r)
+			copy(images[r*p:(r+1)*p], ch.Images[int(f)*p:(int(f)+1)*p])
 		}
 	}
 	if j.exec == nil {
@@ -249,7 +370,8 @@ func (j *Joint) Step(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
 	var out []*tensors.Tensor
 	err := catch("pipeline: joint step", func() (err error) {
 		out, err = j.exec.Call(
-			tensors.FromFlatDataAndDimensions(ch.Images, ch.B*ch.T, s, s, 1),
+			tensors.FromFlatDataAndDimensions(images, n, s, s, 1),
+			tensors.FromFlatDataAndDimensions(order, n),
 			tensors.FromFlatDataAndDimensions(ch.Actions, ch.B, ch.T-1),
 			tensors.FromFlatDataAndDimensions(ch.Mask, ch.B, ch.T),
 			tensors.FromValue(float32(lambda)),
@@ -265,7 +387,7 @@ func (j *Joint) Step(ch Chunk, lambda, alpha float64) (StepMetrics, error) {
 		_ = t.FinalizeAll()
 	}
 	return StepMetrics{Loss: v[0], Rec: v[1], Commit: v[2], NLLPerStep: v[3], Div: v[4],
-		Perplexity: v[5], Active: int(v[6]), Revived: int(v[7])}, nil
+		Perplexity: v[5], Active: int(v[6]), Revived: int(v[7]), Applied: v[8] != 0}, nil
 }
 
 // Snapshot is a copy of variable values by path.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -69,7 +70,7 @@ func TestJointHardConsistency(t *testing.T) {
 	ch := randomChunk(rng, vc.Side, lengths, 12, 4)
 	exec, err := model.NewExec(be.Backend, vq.Store(), func(root *model.Scope, x, a, m *Node) (*Node, *Node, *Node) {
 		root.Store().SetTraining(x.Graph(), true)
-		tm := j.Terms(root, x, a, m)
+		tm := j.Terms(root, x, chunkOrder(x), a, m)
 		return tm.LL, tm.Out.Tokens, tm.NLL
 	})
 	if err != nil {
@@ -174,7 +175,7 @@ func TestJointGradientFiniteDifferences(t *testing.T) {
 	exec, err := model.NewExec(be.Backend, store, func(root *model.Scope, x, a, m *Node) (*Node, *Node) {
 		g := x.Graph()
 		root.Store().SetTraining(g, true)
-		tm := j.Terms(root, x, a, m)
+		tm := j.Terms(root, x, chunkOrder(x), a, m)
 		loss := Add(MulScalar(tm.Out.Commit, beta), Add(MulScalar(tm.NLL, lambda), MulScalar(tm.Div, alpha)))
 		return loss, Gradient(loss, w.NodeValue(g))[0]
 	})
@@ -377,5 +378,144 @@ func TestJointAblations(t *testing.T) {
 	mNo, _, _, _, _ := step(true, true)
 	if d := math.Abs(mNo.NLLPerStep - 10*m.NLLPerStep); d > 1e-4*math.Abs(mNo.NLLPerStep) {
 		t.Errorf("NoLengthNorm NLL %.6f, want 10 × %.6f", mNo.NLLPerStep, m.NLLPerStep)
+	}
+}
+
+// chunkOrder is the identity row order of the frames x [B·T, ...].
+func chunkOrder(x *Node) *Node {
+	return Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions[0]), 0)
+}
+
+// tinyJoint is a small conv joint model (K = 3 codes, 2 clones each, D = 4, F = 2).
+func tinyJoint(t *testing.T, gradFrames int) *Joint {
+	t.Helper()
+	vc := vqvae.DefaultConfig(3)
+	vc.D, vc.F, vc.Tau = 4, 2, 0.5
+	vq, err := vqvae.New(testBackend(t).Backend, vc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	if err := vq.InitFromData(randomChunk(rng, vc.Side, []int{16}, 16, 4).Images); err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewJoint(vq, chmm.New([]int{2, 2, 2}, 4, rng), 0.25, 1e-3, 1e-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.GradFrames = gradFrames
+	return j
+}
+
+// storeValues returns every variable's value as float64s, by path.
+func storeValues(t *testing.T, j *Joint) map[string][]float64 {
+	t.Helper()
+	out := map[string][]float64{}
+	for v := range j.VQ.Store().IterVariables() {
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := tensors.CopyFlatData[float32](val); err == nil {
+			out[v.Path()] = toF64(f)
+		}
+	}
+	return out
+}
+
+// TestStepSubsetAllFramesEqualsFull: a step whose gradient subset is every frame, in a
+// shuffled row order, equals the plain step (metrics and every variable after it), and
+// a step with a quarter of the frames as subset has the same HMM and diversity terms
+// (they read every frame) and changes the parameters.
+func TestStepSubsetAllFramesEqualsFull(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	ch := randomChunk(rng, 28, []int{8, 8, 6}, 8, 4)
+	n := ch.B * ch.T
+	shuffled := ch
+	shuffled.Order = make([]int32, n)
+	for i, p := range rng.Perm(n) {
+		shuffled.Order[i] = int32(p)
+	}
+	full, all, quarter := tinyJoint(t, 0), tinyJoint(t, n), tinyJoint(t, n/4)
+	before := storeValues(t, full)
+	mFull, err := full.Step(ch, 1, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mAll, err := all.Step(shuffled, 1, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mQuarter, err := quarter.Step(shuffled, 1, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mFull.Applied || !mAll.Applied || !mQuarter.Applied {
+		t.Fatalf("finite steps not applied: %+v %+v %+v", mFull, mAll, mQuarter)
+	}
+	close := func(what string, a, b float64) {
+		if math.Abs(a-b) > 1e-5*math.Max(1, math.Abs(a)) {
+			t.Errorf("%s: %.8g vs %.8g", what, a, b)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		a, b float64
+	}{{"loss", mFull.Loss, mAll.Loss}, {"rec", mFull.Rec, mAll.Rec}, {"commit", mFull.Commit, mAll.Commit},
+		{"nll", mFull.NLLPerStep, mAll.NLLPerStep}, {"div", mFull.Div, mAll.Div}, {"perplexity", mFull.Perplexity, mAll.Perplexity},
+		{"quarter nll", mFull.NLLPerStep, mQuarter.NLLPerStep}, {"quarter div", mFull.Div, mQuarter.Div}} {
+		close(c.name, c.a, c.b)
+	}
+	vFull, vAll, vQuarter := storeValues(t, full), storeValues(t, all), storeValues(t, quarter)
+	moved := false
+	for path, want := range vFull {
+		got := vAll[path]
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values vs %d", path, len(got), len(want))
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-5*math.Max(1, math.Abs(want[i])) {
+				t.Errorf("%s[%d] = %.8g after the all-frames subset step, %.8g after the full step", path, i, got[i], want[i])
+				break
+			}
+		}
+		if strings.HasPrefix(path, "/vqvae/encoder") && !slices.Equal(vQuarter[path], before[path]) {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Error("the quarter-subset step left the encoder unchanged")
+	}
+}
+
+// TestStepNonFiniteIsNotApplied injects a NaN pixel: the loss is NaN, the step reports
+// Applied = false and no variable (parameters, Adam moments, codebook, HMM) changes; the
+// next finite step is applied.
+func TestStepNonFiniteIsNotApplied(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	ch := randomChunk(rng, 28, []int{8, 8}, 8, 4)
+	j := tinyJoint(t, 4)
+	if m, err := j.Step(ch, 1, 0.5); err != nil || !m.Applied { // creates the Adam state
+		t.Fatalf("first step: %+v, %v", m, err)
+	}
+	before := storeValues(t, j)
+	bad := ch
+	bad.Images = slices.Clone(ch.Images)
+	bad.Images[3*28*28+100] = float32(math.NaN())
+	m, err := j.Step(bad, 1, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Applied || finite(m.Loss) {
+		t.Fatalf("NaN pixel: metrics %+v, want a non-finite loss and Applied = false", m)
+	}
+	after := storeValues(t, j)
+	for path, want := range before {
+		if !slices.Equal(after[path], want) {
+			t.Errorf("%s changed by a non-finite step", path)
+		}
+	}
+	if m, err := j.Step(ch, 1, 0.5); err != nil || !m.Applied {
+		t.Fatalf("finite step after the skipped one: %+v, %v", m, err)
 	}
 }
