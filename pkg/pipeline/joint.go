@@ -255,9 +255,9 @@ func (j *Joint) Terms(root *model.Scope, x, order, actions, mask *Node) Terms {
 	n := B * T
 	r := j.gradFrames(n)
 	var t Terms
-	t.FlatMask = Reshape(mask, n)                                                                               // [B·T] chunk order
+	t.FlatMask = Reshape(mask, n)                                                                                // [B·T] chunk order
 	perm := Scatter(ExpandAxes(order, -1), Iota(g, order.Shape(), 0), shapes.Make(dtypes.Int32, n), false, true) // [B·T] chunk frame of row i
-	t.RowMask = Gather(t.FlatMask, ExpandAxes(perm, -1), false)                                                 // [B·T] row order
+	t.RowMask = Gather(t.FlatMask, ExpandAxes(perm, -1), false)                                                  // [B·T] row order
 
 	// Steps 1, 3, 4: encoder on every row, gradients through the first r only.
 	var z *Node // [B·T, D] row order

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
@@ -88,7 +89,49 @@ type runState struct {
 	Best        Snapshot // perception (/vqvae/...) at BestPPL
 	Rollbacks   int
 
+	// Anti-collapse (Config.CollapseLevel): P₀, the setting changes so far (1 at the
+	// start; 0 in states written before them reads as 1), the last healthy checkpoint,
+	// the skipped (non-finite) steps and every intervention.
+	WarmPPL         float64
+	AlphaScale      float64
+	LRScale         float64
+	Healthy         string
+	HealthyIter     int
+	HealthySmoothed float64
+	Skipped         int // joint steps not applied, over the run
+	SkipRun         int // consecutive ones
+	SkippedAtCommit int // Skipped at the last commit
+	Interventions   []Intervention
+
 	Extra map[string]float64
+}
+
+// Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
+type Intervention struct {
+	Iter         int     `json:"iter"`           // joint iteration at which it was detected
+	Reason       string  `json:"reason"`         // what was detected
+	RolledBackTo int     `json:"rolled_back_to"` // iteration of the healthy checkpoint restored
+	AlphaScale   float64 `json:"alpha_scale"`    // α_div multiplier from then on
+	LRScale      float64 `json:"lr_scale"`       // VQ-VAE learning-rate multiplier from then on
+	Revived      int     `json:"revived"`        // codes re-seeded
+}
+
+// String describes the intervention for the loss history and the progress output.
+func (iv Intervention) String() string {
+	return fmt.Sprintf("%s at joint iteration %d: rolled back to iteration %d, α_div ×%g, VQ-VAE rate ×%g, %d code(s) re-seeded",
+		iv.Reason, iv.Iter, iv.RolledBackTo, iv.AlphaScale, iv.LRScale, iv.Revived)
+}
+
+// scales returns the α_div and learning-rate multipliers (1 in states written before them).
+func (st *runState) scales() (alpha, lr float64) {
+	alpha, lr = st.AlphaScale, st.LRScale
+	if alpha == 0 {
+		alpha = 1
+	}
+	if lr == 0 {
+		lr = 1
+	}
+	return alpha, lr
 }
 
 // Result is a finished run loaded from its directory.
@@ -351,6 +394,11 @@ func (r *runner) warmup() error {
 	r.st.Extra["active_codes_warmup"] = float64(len(keep))
 	r.st.Codes, r.st.Share = keep, share
 	r.st.Clones = cloneBudget(cfg, share)
+	h0 := 0.0
+	for _, p := range share {
+		h0 -= p * math.Log(p)
+	}
+	r.st.WarmPPL, r.st.AlphaScale, r.st.LRScale = math.Exp(h0), 1, 1
 	vq, err := compact(m, keep, cfg.Seed)
 	if err != nil {
 		return err
@@ -359,11 +407,12 @@ func (r *runner) warmup() error {
 	if r.joint, err = NewJoint(vq, hmm, cfg.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
 		return err
 	}
-	r.joint.FreezeVQ, r.joint.NoLengthNorm = cfg.FreezeVQVAE, cfg.NoLengthNorm
+	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
 	r.st.LambdaScale = 1
 	if err := r.saveJoint(); err != nil {
 		return err
 	}
+	r.st.Healthy, r.st.HealthyIter = r.st.Checkpoint, 0
 	r.addSeconds("compact", start)
 	r.st.Phase = PhaseJoint
 	return r.commit()
@@ -401,6 +450,9 @@ func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) {
 // (the caller commits; the previous file is removed after the commit by pruneJoint).
 func (r *runner) saveJoint() error {
 	name := fmt.Sprintf("joint-%06d.ckpt", r.st.JointIter)
+	if n := len(r.st.Interventions); n > 0 {
+		name = fmt.Sprintf("joint-%06d-r%d.ckpt", r.st.JointIter, n) // a rolled-back branch
+	}
 	if err := r.joint.VQ.Save(r.path(name)); err != nil {
 		return err
 	}
@@ -408,11 +460,11 @@ func (r *runner) saveJoint() error {
 	return nil
 }
 
-// pruneJoint removes joint checkpoints other than the current one.
+// pruneJoint removes joint checkpoints other than the current and the last healthy one.
 func (r *runner) pruneJoint() {
 	old, _ := filepath.Glob(r.path("joint-*.ckpt"))
 	for _, f := range old {
-		if filepath.Base(f) != r.st.Checkpoint {
+		if b := filepath.Base(f); b != r.st.Checkpoint && b != r.st.Healthy {
 			_ = os.Remove(f)
 		}
 	}
@@ -422,16 +474,24 @@ func (r *runner) loadJoint() error {
 	if r.joint != nil {
 		return nil
 	}
-	vq, err := vqvae.Load(r.backend, r.path(r.st.Checkpoint))
+	return r.openJoint(r.st.Checkpoint)
+}
+
+// openJoint loads the joint checkpoint name with the VQ-VAE learning rate of the
+// state's current scale.
+func (r *runner) openJoint(name string) error {
+	vq, err := vqvae.Load(r.backend, r.path(name))
 	if err != nil {
 		return err
 	}
 	c := r.cfg
-	r.joint, err = AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.JointLR, c.JointLR*c.HMMLRFactor)
+	_, lrScale := r.st.scales()
+	j, err := AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.JointLR*lrScale, c.JointLR*c.HMMLRFactor)
 	if err != nil {
 		return err
 	}
-	r.joint.FreezeVQ, r.joint.NoLengthNorm = c.FreezeVQVAE, c.NoLengthNorm
+	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = c.FreezeVQVAE, c.NoLengthNorm, c.GradFrames
+	r.joint = j
 	return nil
 }
 
@@ -459,6 +519,17 @@ func (r *runner) chunk(it int) Chunk {
 		}
 	}
 	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, r.d.side, cfg.Jitter)
+	if cfg.GradFrames > 0 && cfg.GradFrames < B*T {
+		// The gradient subset: a uniform draw among the real frames (padding last).
+		perm := rand.New(rand.NewPCG(cfg.Seed, 0x5b5e_0000+uint64(it))).Perm(B * T)
+		for _, real := range []bool{true, false} {
+			for _, f := range perm {
+				if (ch.Mask[f] != 0) == real {
+					ch.Order = append(ch.Order, int32(f))
+				}
+			}
+		}
+	}
 	return ch
 }
 
@@ -470,17 +541,22 @@ func (r *runner) lambdaAt(it int) float64 {
 
 // alphaAt is α_div at joint iteration it: AlphaDiv, or with AlphaDivEnd > 0 linear from
 // AlphaDiv at the middle of the phase to AlphaDivEnd at its last iteration.
+// After an intervention both are multiplied by the state's α_div scale (an α_div of 0,
+// the ablation, becomes 0.1 × the scale).
 func (r *runner) alphaAt(it int) float64 {
 	c := r.cfg
-	if c.AlphaDivEnd <= 0 || c.JointIters < 2 {
-		return c.AlphaDiv
+	scale, _ := r.st.scales()
+	a := c.AlphaDiv
+	if c.AlphaDivEnd > 0 && c.JointIters >= 2 {
+		if half := c.JointIters / 2; it >= half {
+			f := float64(it-half) / float64(max(1, c.JointIters-1-half))
+			a = c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
+		}
 	}
-	half := c.JointIters / 2
-	if it < half {
-		return c.AlphaDiv
+	if scale != 1 && a == 0 {
+		a = 0.1
 	}
-	f := float64(it-half) / float64(max(1, c.JointIters-1-half))
-	return c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
+	return a * scale
 }
 
 // monitorWarmup is the number of joint iterations before the collapse monitor acts.
@@ -506,29 +582,47 @@ func (r *runner) jointPhase() error {
 			return ErrStopped
 		}
 		it := r.st.JointIter
-		lambda := r.lambdaAt(it)
-		met, err := r.joint.Step(r.chunk(it), lambda, r.alphaAt(it))
+		lambda, alpha := r.lambdaAt(it), r.alphaAt(it)
+		met, err := r.joint.Step(r.chunk(it), lambda, alpha)
 		if err != nil {
 			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
-		}
-		if !finite(met.Loss, met.Rec, met.Commit, met.NLLPerStep, met.Div) {
-			// Nothing of this iteration is committed: the run directory keeps its last
-			// checkpoint, and continuing would only train on NaNs.
-			return fmt.Errorf("pipeline: joint iteration %d diverged (loss %g, rec %g, commit %g, nll/T %g); "+
-				"the run directory keeps the checkpoint of iteration %d: lower λ (--lambda) or raise α_div (--alpha-div) and start a new run",
-				it+1, met.Loss, met.Rec, met.Commit, met.NLLPerStep, it-it%cfg.CheckpointEvery)
 		}
 		r.st.JointIter++
 		doneHere++
 		rec := Record{Step: it + 1, Phase: PhaseJoint, Rec: met.Rec, Commit: met.Commit, NLLPerStep: met.NLLPerStep,
 			Div: met.Div, Lambda: lambda, Perplexity: met.Perplexity, Seconds: base + time.Since(start).Seconds()}
-		if ev, err := r.monitor(met.Perplexity); err != nil {
-			return err
-		} else if ev != "" {
+		reason := ""
+		if met.Applied {
+			r.st.SkipRun = 0
+			ev, collapsed, err := r.monitor(met.Perplexity)
+			if err != nil {
+				return err
+			}
 			rec.Event = ev
+			if collapsed {
+				reason = fmt.Sprintf("collapse (smoothed perplexity %.2f < %.2f)", r.st.Smoothed, r.collapseLevel(1))
+			}
+		} else {
+			// Guarded in the graph: no variable changed. A few in a row call for a rollback.
+			r.st.Skipped++
+			r.st.SkipRun++
+			rec.Event = fmt.Sprintf("non-finite step not applied (loss %g)", met.Loss)
+			if r.st.SkipRun >= 3 {
+				reason = fmt.Sprintf("%d non-finite steps in a row", r.st.SkipRun)
+			}
 		}
 		r.st.History = append(r.st.History, rec)
 		bar.Update(r.st.JointIter, "rec %.4f nll/T %.3f div %.3f λ %.2f ppl %.2f", met.Rec, met.NLLPerStep, met.Div, lambda, met.Perplexity)
+		if reason != "" {
+			ev, err := r.intervene(reason)
+			if err != nil {
+				return err
+			}
+			if r.out != nil {
+				fmt.Fprintf(r.out, "\n%s\n", ev)
+			}
+			continue
+		}
 		if r.st.JointIter%cfg.CheckpointEvery == 0 || r.st.JointIter == cfg.JointIters {
 			r.st.Seconds[PhaseJoint] = base + time.Since(start).Seconds()
 			if r.st.JointIter == cfg.JointIters {
@@ -539,6 +633,10 @@ func (r *runner) jointPhase() error {
 			if err := r.saveJoint(); err != nil {
 				return err
 			}
+			if r.st.Skipped == r.st.SkippedAtCommit && r.st.Smoothed >= r.collapseLevel(2) {
+				r.st.Healthy, r.st.HealthyIter, r.st.HealthySmoothed = r.st.Checkpoint, r.st.JointIter, r.st.Smoothed
+			}
+			r.st.SkippedAtCommit = r.st.Skipped
 			if err := r.commit(); err != nil {
 				return err
 			}
@@ -561,37 +659,111 @@ func (r *runner) jointPhase() error {
 // decoder, codebook and their Adam state — keeping (π, Θ) and their Adam state (the
 // reference restored the HMM too and so discarded the joint phase's HMM progress), and
 // multiplies λ by ThrottleFactor. It returns a description of what it did, if anything.
-func (r *runner) monitor(ppl float64) (string, error) {
+func (r *runner) monitor(ppl float64) (event string, collapsed bool, err error) {
 	st := r.st
 	if st.JointIter == 1 || st.Smoothed == 0 {
 		st.Smoothed = ppl
 	} else {
 		st.Smoothed = 0.9*st.Smoothed + 0.1*ppl
 	}
+	collapsed = r.cfg.CollapseLevel > 0 && st.JointIter >= monitorWarmup && st.Smoothed < r.collapseLevel(1)
 	if r.cfg.CollapseFrac == 0 || st.JointIter < monitorWarmup {
-		return "", nil
+		return "", collapsed, nil
 	}
 	if st.Smoothed > st.BestPPL {
 		st.BestPPL, st.BestIter = st.Smoothed, st.JointIter
 		snap, err := snapshot(r.joint.VQ.Store(), "/"+vqvae.ScopeName+"/")
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		st.Best = snap
-		return "", nil
+		return "", collapsed, nil
 	}
 	if st.Smoothed < r.cfg.CollapseFrac*st.BestPPL && st.Best != nil {
 		if err := restoreSnapshot(r.joint.VQ.Store(), st.Best); err != nil {
-			return "", err
+			return "", false, err
 		}
 		st.LambdaScale *= r.cfg.ThrottleFactor
 		st.Rollbacks++
 		ev := fmt.Sprintf("collapse: smoothed perplexity %.3f < %.2f × best %.3f (iteration %d): perception restored, HMM kept, λ scale %.3g",
 			st.Smoothed, r.cfg.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
 		st.Smoothed = st.BestPPL
-		return ev, nil
+		return ev, false, nil
 	}
-	return "", nil
+	return "", collapsed, nil
+}
+
+// collapseLevel is 1 + m·CollapseLevel·(P₀ − 1): the collapse threshold (m = 1) and the
+// level a checkpoint must keep to count as healthy (m = 2). With CollapseLevel 0 every
+// checkpoint without a skipped step is healthy.
+func (r *runner) collapseLevel(m float64) float64 {
+	p0 := r.st.WarmPPL
+	if p0 == 0 {
+		p0 = 1
+		for _, p := range r.st.Share {
+			p0 *= math.Pow(p, -p)
+		}
+	}
+	return 1 + m*r.cfg.CollapseLevel*(p0-1)
+}
+
+// intervene is the anti-collapse response (Config.CollapseLevel): it restores the last
+// healthy checkpoint (VQ-VAE, codebook, HMM and both Adam states), doubles α_div, halves
+// the VQ-VAE learning rate, re-seeds the codes unused on a sample of training frames,
+// drops the abandoned iterations from the history (the event goes to the last one kept)
+// and commits the new branch. More than Config.MaxInterventions is an error.
+func (r *runner) intervene(reason string) (string, error) {
+	st, cfg := r.st, r.cfg
+	if len(st.Interventions) >= cfg.MaxInterventions {
+		return "", fmt.Errorf("pipeline: joint iteration %d: %s after %d intervention(s) (max_interventions %d); the run directory keeps the checkpoint of iteration %d",
+			st.JointIter, reason, len(st.Interventions), cfg.MaxInterventions, st.HealthyIter)
+	}
+	alpha, lr := st.scales()
+	iv := Intervention{Iter: st.JointIter, Reason: reason, RolledBackTo: st.HealthyIter, AlphaScale: 2 * alpha, LRScale: lr / 2}
+	st.AlphaScale, st.LRScale = iv.AlphaScale, iv.LRScale
+	if err := r.openJoint(st.Healthy); err != nil {
+		return "", fmt.Errorf("pipeline: rollback: %w", err)
+	}
+	if !cfg.FreezeVQVAE {
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0x4e71_0000+uint64(len(st.Interventions))))
+		n := min(len(r.d.allFrames), 4096)
+		idx := make([]int, n)
+		for i, f := range rng.Perm(len(r.d.allFrames))[:n] {
+			idx[i] = r.d.allFrames[f]
+		}
+		var err error
+		if iv.Revived, err = r.joint.VQ.ReviveCodes(r.d.train.Floats(idx, nil), 0.1, rng); err != nil {
+			return "", fmt.Errorf("pipeline: rollback: %w", err)
+		}
+	}
+	st.Interventions = append(st.Interventions, iv)
+	st.JointIter, st.Smoothed, st.SkipRun = st.HealthyIter, st.HealthySmoothed, 0
+	kept := st.History[:0]
+	last := -1
+	for _, rec := range st.History {
+		if rec.Phase == PhaseJoint && rec.Step > st.HealthyIter {
+			continue
+		}
+		if rec.Phase == PhaseJoint {
+			last = len(kept)
+		}
+		kept = append(kept, rec)
+	}
+	st.History = kept
+	ev := "intervention: " + iv.String()
+	if last >= 0 {
+		st.History[last].Event = strings.TrimPrefix(st.History[last].Event+"; "+ev, "; ")
+	}
+	if err := r.saveJoint(); err != nil {
+		return "", err
+	}
+	st.Healthy = st.Checkpoint
+	st.SkippedAtCommit = st.Skipped
+	if err := r.commit(); err != nil {
+		return "", err
+	}
+	r.pruneJoint()
+	return ev, nil
 }
 
 // finishJoint ends phase 2: the perception of the best snapshot replaces a collapsed
@@ -786,6 +958,13 @@ func (r *runner) evaluate() error {
 	rep.Extra["steps"] = cfg.Steps
 	rep.Extra["joint_iters"] = cfg.JointIters
 	rep.Extra["joint_rollbacks"] = r.st.Rollbacks
+	rep.Extra["joint_interventions"] = len(r.st.Interventions)
+	rep.Extra["joint_skipped_steps"] = r.st.Skipped
+	if len(r.st.Interventions) > 0 {
+		rep.Extra["joint_intervention_log"] = r.st.Interventions
+	}
+	rep.Extra["arch"] = cfg.Arch
+	rep.Extra["grad_frames"] = cfg.GradFrames
 	rep.Extra["codes_kept"] = r.st.Codes
 	rep.Extra["clones_joint"] = r.st.Clones
 	rep.Extra["clones"] = r.hmm.Clones

@@ -165,7 +165,7 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 	r := &runner{cfg: Config{CollapseFrac: 0.75, ThrottleFactor: 0.5}, st: &runState{LambdaScale: 1}, joint: j}
 	step := func(ppl float64) string {
 		r.st.JointIter++
-		ev, err := r.monitor(ppl)
+		ev, _, err := r.monitor(ppl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,6 +226,7 @@ func TestForcedCollapseIsHandled(t *testing.T) {
 	cfg.Lambda, cfg.AlphaDiv, cfg.AnnealFrac, cfg.JointLR = 300, 0, 0, 3e-3
 	cfg.JointIters = 40
 	cfg.CollapseFrac = 0.75 // the guard is off by default
+	cfg.CollapseLevel = 0   // the reference-like guard alone
 	dir := t.TempDir()
 	if _, err := Run(context.Background(), dir, cfg, progressOut()); err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func phaseRows(h []Record, phase string) []Record {
 // half of the joint phase, then linear to AlphaDivEnd at the last iteration
 // (hand values for 11 iterations: half = 5, slope (0.1−1)/5 per iteration).
 func TestAlphaAt(t *testing.T) {
-	r := &runner{cfg: Config{JointIters: 11, AlphaDiv: 1}}
+	r := &runner{cfg: Config{JointIters: 11, AlphaDiv: 1}, st: &runState{}}
 	for _, it := range []int{0, 5, 10} {
 		if got := r.alphaAt(it); got != 1 {
 			t.Errorf("no anneal: alphaAt(%d) = %g, want 1", it, got)
@@ -340,5 +341,71 @@ func TestAlphaAt(t *testing.T) {
 		if got := r.alphaAt(c.it); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("alphaAt(%d) = %g, want %g", c.it, got, c.want)
 		}
+	}
+	// After interventions (α scale 4): the schedule times 4; α_div = 0 becomes 0.1 × 4.
+	r.st.AlphaScale = 4
+	if got := r.alphaAt(8); math.Abs(got-4*0.46) > 1e-12 {
+		t.Errorf("scaled alphaAt(8) = %g, want %g", got, 4*0.46)
+	}
+	r.cfg.AlphaDiv, r.cfg.AlphaDivEnd = 0, 0
+	if got := r.alphaAt(3); math.Abs(got-0.4) > 1e-12 {
+		t.Errorf("scaled alphaAt with α_div 0 = %g, want 0.4", got)
+	}
+}
+
+// TestCollapseInterventionRollsBack forces collapse (λ = 3, no diversity term, a high
+// rate) with the anti-collapse response on: every intervention restores a healthy
+// checkpoint (the history has no joint record past the rollback point before the event,
+// and the steps are numbered without gaps or repeats), changes the settings, and is
+// recorded in the state, the history and the report; the run ends with a report.
+func TestCollapseInterventionRollsBack(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Lambda, cfg.AlphaDiv, cfg.AlphaDivEnd, cfg.AnnealFrac, cfg.JointLR = 3, 0, 0, 0, 3e-3
+	cfg.JointIters, cfg.CollapseLevel, cfg.MaxInterventions = 60, 0.25, 6
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("interventions: %+v", st.Interventions)
+	if len(st.Interventions) == 0 {
+		t.Fatal("forced collapse: no intervention")
+	}
+	alpha, lr := 1.0, 1.0
+	for _, iv := range st.Interventions {
+		alpha, lr = 2*alpha, lr/2
+		if iv.AlphaScale != alpha || iv.LRScale != lr || iv.RolledBackTo >= iv.Iter || iv.RolledBackTo%cfg.CheckpointEvery != 0 {
+			t.Errorf("intervention %+v: want α scale %g, rate scale %g, a checkpoint before the detection", iv, alpha, lr)
+		}
+	}
+	events, next := 0, 1
+	for _, h := range st.History {
+		if h.Phase != PhaseJoint {
+			continue
+		}
+		if h.Step != next {
+			t.Fatalf("joint history step %d after %d", h.Step, next-1)
+		}
+		next++
+		if strings.Contains(h.Event, "intervention:") {
+			events += strings.Count(h.Event, "intervention:")
+		}
+	}
+	if next-1 != cfg.JointIters {
+		t.Errorf("joint history ends at step %d, want %d", next-1, cfg.JointIters)
+	}
+	if events != len(st.Interventions) {
+		t.Errorf("%d intervention events in the history, %d in the state", events, len(st.Interventions))
+	}
+	if n, _ := rep.Extra["joint_interventions"].(int); n != len(st.Interventions) {
+		t.Errorf("report joint_interventions = %v, want %d", rep.Extra["joint_interventions"], len(st.Interventions))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "joint-*.ckpt"))
+	if len(files) > 2 {
+		t.Errorf("%d joint checkpoints left: %v", len(files), files)
 	}
 }

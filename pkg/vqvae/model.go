@@ -504,3 +504,102 @@ func (m *Model) InitCodebook(images []float32) error {
 	}
 	return nil
 }
+
+// ReviveCodes re-seeds the codes that the encoder leaves (nearly) unused on images: a
+// code whose share of the images' hard tokens is below minShare × 1/K gets the latent of
+// an image drawn with probability proportional to its squared distance to the nearest
+// used code (k-means++ seeding), and EMA statistics of the mean size of the used codes,
+// so the next EMA steps neither divide by zero nor pull it back at once. It returns the
+// number of codes re-seeded. The anti-collapse response of the joint phase calls it after
+// a rollback.
+func (m *Model) ReviveCodes(images []float32, minShare float64, rng *rand.Rand) (int, error) {
+	zs, err := m.Latents(images)
+	if err != nil {
+		return 0, err
+	}
+	k, d := m.cfg.K, m.cfg.D
+	ev, nv, sv := CodebookVars(m.Scope())
+	e := tensors.MustCopyFlatData[float32](ev.MustValue())
+	size := tensors.MustCopyFlatData[float32](nv.MustValue())
+	sum := tensors.MustCopyFlatData[float32](sv.MustValue())
+	nearest := func(z []float32, live []bool) (int, float64) {
+		best, bestD := -1, math.Inf(1)
+		for c := range k {
+			if live != nil && !live[c] {
+				continue
+			}
+			s := 0.0
+			for j := range d {
+				x := float64(z[j] - e[c*d+j])
+				s += x * x
+			}
+			if s < bestD {
+				best, bestD = c, s
+			}
+		}
+		return best, bestD
+	}
+	counts := make([]int, k)
+	for _, z := range zs {
+		c, _ := nearest(z, nil)
+		counts[c]++
+	}
+	live := make([]bool, k)
+	nLive, sizeLive := 0, 0.0
+	for c := range k {
+		live[c] = float64(counts[c]) >= minShare*float64(len(zs))/float64(k)
+		if live[c] {
+			nLive++
+			sizeLive += float64(size[c])
+		}
+	}
+	if nLive == 0 || nLive == k {
+		return 0, nil
+	}
+	newSize := float32(sizeLive / float64(nLive))
+	revived := 0
+	for c := range k {
+		if live[c] {
+			continue
+		}
+		w := make([]float64, len(zs))
+		total := 0.0
+		for i, z := range zs {
+			_, dist := nearest(z, live)
+			w[i] = dist
+			total += dist
+		}
+		if total <= 0 {
+			break
+		}
+		u, pick := rng.Float64()*total, len(zs)-1
+		for i, x := range w {
+			if u < x {
+				pick = i
+				break
+			}
+			u -= x
+		}
+		for j := range d {
+			e[c*d+j] = zs[pick][j]
+			sum[c*d+j] = zs[pick][j] * newSize
+		}
+		size[c] = newSize
+		live[c] = true
+		revived++
+	}
+	for _, x := range []struct {
+		v    *model.Variable
+		t    *tensors.Tensor
+		name string
+	}{
+		{ev, tensors.FromFlatDataAndDimensions(e, k, d), "embeddings"},
+		{nv, tensors.FromFlatDataAndDimensions(size, k), "size"},
+		{sv, tensors.FromFlatDataAndDimensions(sum, k, d), "sum"},
+	} {
+		if err := x.v.SetValue(x.t); err != nil {
+			return 0, fmt.Errorf("vqvae: ReviveCodes: %s: %w", x.name, err)
+		}
+	}
+	return revived, nil
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -417,5 +418,74 @@ func TestWarmupResume(t *testing.T) {
 	if err := Warmup(fresh, frames, WarmupConfig{Epochs: 1, Batch: 100, LR: 1e-3}, nil); err == nil ||
 		!strings.Contains(err.Error(), "fewer than one batch") {
 		t.Errorf("batch larger than the data: %v", err)
+	}
+}
+
+// TestReviveCodes: after k-means initialisation, two codes are moved far from every
+// latent (dead); ReviveCodes re-seeds exactly those two at latents of the images, after
+// which the encoder uses them again and the live codes are untouched.
+func TestReviveCodes(t *testing.T) {
+	m, err := New(testBackend(), tinyConfig(4), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := tinyImages(rand.New(rand.NewPCG(25, 26)), 64)
+	if err := m.InitFromData(img); err != nil {
+		t.Fatal(err)
+	}
+	cb := m.Codebook()
+	e, _, _ := CodebookVars(m.Scope())
+	flat := make([]float32, 0, 4*m.cfg.D)
+	for c, row := range cb {
+		for _, x := range row {
+			if c >= 2 {
+				x = 1e3 // dead: nearest to nothing
+			}
+			flat = append(flat, x)
+		}
+	}
+	if err := e.SetValue(tensors.FromFlatDataAndDimensions(flat, 4, m.cfg.D)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := m.ReviveCodes(img, 0.1, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("revived %d codes, want 2", n)
+	}
+	after := m.Codebook()
+	zs, err := m.Latents(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range 4 {
+		if c < 2 {
+			if !slices.Equal(after[c], cb[c]) {
+				t.Errorf("live code %d changed", c)
+			}
+			continue
+		}
+		found := false
+		for _, z := range zs {
+			found = found || slices.Equal(z, after[c])
+		}
+		if !found {
+			t.Errorf("revived code %d = %v is not a latent of the images", c, after[c])
+		}
+	}
+	tok, _, err := m.Encode(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]bool{}
+	for _, k := range tok {
+		used[k] = true
+	}
+	if !used[2] || !used[3] {
+		t.Errorf("codes used after revival: %v, want 2 and 3 among them", used)
+	}
+	if n, err := m.ReviveCodes(img, 0.01, rand.New(rand.NewPCG(1, 2))); err != nil || n != 0 {
+		t.Errorf("second revival: %d codes, %v; want none", n, err)
 	}
 }
