@@ -310,6 +310,12 @@ var eventColors = []color.Color{eventColor, color.RGBA{0x6a, 0x3d, 0x9a, 0xff}, 
 // events are perception rollbacks (the best perception snapshot restored, λ
 // scaled down).
 func eventLabel(text string) string {
+	switch {
+	case strings.Contains(text, "intervention:"):
+		return "rollback to a healthy checkpoint (anti-collapse)"
+	case strings.HasPrefix(text, "non-finite step"):
+		return "non-finite step not applied"
+	}
 	if strings.HasPrefix(text, "collapse") {
 		return "perception rollback (codebook collapse)"
 	}

@@ -110,18 +110,32 @@
 //
 // # Anti-collapse
 //
-// The collapse guard is off by default (Config.CollapseFrac = 0); when enabled it works
-// as follows.
+// The joint objective has a trivial optimum, every frame on one token (NLL 0), and the
+// joint phase is kept away from it by design:
 //
-// The joint phase tracks an exponential moving average (0.9) of the batch codebook
-// perplexity and keeps a snapshot of the perception (every variable under /vqvae: the
-// encoder, decoder, codebook and their Adam moments) at its best value. When the average
-// falls below Config.CollapseFrac × best, the perception is restored from the snapshot
-// and λ is multiplied by Config.ThrottleFactor. The HMM logits and their Adam state are
-// not restored: the reference's rollback restored the HMM too and so, with a frozen
-// encoder, silently threw away the joint phase's HMM progress (spec/model.md). At the end
-// of the phase the same test decides whether the final or the best perception goes on
-// to finalisation. Events are written into the loss history.
+//   - Every term is finite by construction. The diversity penalty computes ρ̄ in log
+//     space (vqvae.DiversityPenalty): averaging exp(log ρ) made an unused code's ρ̄ a
+//     float32 denormal near collapse, whose 1/ρ̄ overflowed and turned the encoder
+//     gradient into NaN while the loss was still finite — the cause of the divergences
+//     of room (conv, seed 1, iteration 1331) and of the MLP ablations.
+//   - A step that would write a non-finite value is not applied (Joint.Step,
+//     StepMetrics.Applied): every variable keeps its value, and the history says so.
+//   - Config.CollapseLevel (0.25): when the smoothed (0.9) hard-token perplexity of the
+//     joint batches falls below 1 + 0.25·(P₀ − 1), P₀ the perplexity after the warm-up,
+//     or three steps in a row are not applied, the run rolls back to its last healthy
+//     checkpoint — all of it, VQ-VAE, HMM and both Adam states, at most CheckpointEvery
+//     iterations back, so no progress of the HMM is silently discarded — doubles α_div,
+//     halves the VQ-VAE's learning rate, re-seeds codes unused on 4,096 training frames
+//     (vqvae.ReviveCodes) and continues. A checkpoint is healthy if its smoothed
+//     perplexity was above 1 + 0.5·(P₀ − 1) and no step since the previous one was
+//     skipped. Merging two classes into one token, how the joint phase makes a place's
+//     token consistent, lowers the perplexity far less (aliased 4 → 2.9, where the
+//     threshold is 1.75). Each intervention is in the state, the loss history (Figure 6
+//     marks it) and the report (joint_interventions, joint_intervention_log).
+//
+// The reference-like guard (Config.CollapseFrac, off by default) restores only the
+// perception from the snapshot of the best smoothed perplexity and throttles λ; it read
+// legitimate merges as collapse.
 //
 // # Run directory
 //
@@ -132,6 +146,7 @@
 //	                lambda, perplexity, seconds (and event)
 //	warmup.ckpt     VQ-VAE checkpoint of phase 1 (resumes mid-warm-up)
 //	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)
+//	                and the last healthy one; -rN marks the branch after the N-th rollback
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, extras)
 //
