@@ -45,7 +45,8 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations.
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1}
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1,
+		gradFrames: -1, collapseLevel: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
 	if err != nil {
@@ -62,6 +63,11 @@ func TestTrainConfigFlags(t *testing.T) {
 	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
 	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.Tau, cfg.AlphaDiv = false, false, 1, 0.1
 	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1"; got != want {
+		t.Errorf("runName = %q, want %q", got, want)
+	}
+	// Every frame with gradients and no collapse response (the previous behaviour).
+	cfg.GradFrames, cfg.CollapseLevel = 0, 0
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad0_cl0"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 }
