@@ -488,21 +488,7 @@ func (m *Model) InitCodebook(images []float32) error {
 			s[i*d+j] = centers[i][j] * n[i]
 		}
 	}
-	ev, nv, sv := CodebookVars(m.Scope())
-	for _, x := range []struct {
-		v    *model.Variable
-		t    *tensors.Tensor
-		name string
-	}{
-		{ev, tensors.FromFlatDataAndDimensions(e, k, d), "embeddings"},
-		{nv, tensors.FromFlatDataAndDimensions(n, k), "size"},
-		{sv, tensors.FromFlatDataAndDimensions(s, k, d), "sum"},
-	} {
-		if err := x.v.SetValue(x.t); err != nil {
-			return fmt.Errorf("vqvae: InitCodebook: %s: %w", x.name, err)
-		}
-	}
-	return nil
+	return m.setCodebook("InitCodebook", e, n, s)
 }
 
 // ReviveCodes re-seeds the codes that the encoder leaves (nearly) unused on images: a
@@ -588,18 +574,25 @@ func (m *Model) ReviveCodes(images []float32, minShare float64, rng *rand.Rand) 
 		live[c] = true
 		revived++
 	}
+	return revived, m.setCodebook("ReviveCodes", e, size, sum)
+}
+
+// setCodebook writes the codebook state: embeddings e [K·D], EMA sizes n [K], sums s [K·D].
+func (m *Model) setCodebook(caller string, e, n, s []float32) error {
+	k, d := m.cfg.K, m.cfg.D
+	ev, nv, sv := CodebookVars(m.Scope())
 	for _, x := range []struct {
 		v    *model.Variable
 		t    *tensors.Tensor
 		name string
 	}{
 		{ev, tensors.FromFlatDataAndDimensions(e, k, d), "embeddings"},
-		{nv, tensors.FromFlatDataAndDimensions(size, k), "size"},
-		{sv, tensors.FromFlatDataAndDimensions(sum, k, d), "sum"},
+		{nv, tensors.FromFlatDataAndDimensions(n, k), "size"},
+		{sv, tensors.FromFlatDataAndDimensions(s, k, d), "sum"},
 	} {
 		if err := x.v.SetValue(x.t); err != nil {
-			return 0, fmt.Errorf("vqvae: ReviveCodes: %s: %w", x.name, err)
+			return fmt.Errorf("vqvae: %s: %s: %w", caller, x.name, err)
 		}
 	}
-	return revived, nil
+	return nil
 }
