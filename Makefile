@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-plan plan-variants ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan plan-variants ablation figures notebooks clean
 
 all: build
 
@@ -67,6 +67,12 @@ reproduce-images-mlp: build
 # Fashion-MNIST with the MLP VQ-VAE; writes results/fashion_mlp_table3.md.
 reproduce-fashion-mlp: build
 	$(BIN) reproduce --suite images --arch mlp --dataset fashion --seeds 3 --out results
+
+# Stress suite of the joint phase: the four benchmarks x {conv, mlp} x MNIST seeds 1-5 and
+# conv x Fashion-MNIST seeds 1-3 (52 runs, hours; resumable; the conv MNIST seeds 1-3 are
+# reproduce-images' runs); writes results/stress.md (failed runs, non-finite steps, interventions).
+reproduce-stress: build
+	$(BIN) reproduce --suite stress --out results
 
 # Closed-loop planning with the conv and MLP image maps (runs/ or results/plan/); writes results/plan.md.
 reproduce-plan: build

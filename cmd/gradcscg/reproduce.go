@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,14 +26,14 @@ var suites = map[string][]string{
 }
 
 func runReproduce(args []string) error {
-	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images|ablation|plan] [--seeds 3] [--out results] [--force]")
-	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), images (the 4 image benchmarks from pixels: Tables 3, 4), ablation (joint-phase variants on aliased and two_rooms) or plan (closed-loop planning with the images suite's maps: plan.md)")
+	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|images|ablation|plan|stress] [--seeds 3] [--out results] [--force]")
+	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), images (the 4 image benchmarks from pixels: Tables 3, 4), ablation (joint-phase variants on aliased and two_rooms), plan (closed-loop planning with the images suite's maps: plan.md) or stress (the 4 image benchmarks, conv and mlp on MNIST seeds 1-5, conv on Fashion-MNIST seeds 1-3: stress.md)")
 	dataset := fset.String("dataset", "mnist", "images and plan suites: mnist or fashion")
 	arch := fset.String("arch", "conv", "images and plan suites: VQ-VAE architecture, conv (the reference) or mlp (fast); plan suite also all (both)")
 	runs := fset.String("runs", "runs", "images and plan suites: where the run directories live")
 	pairs := fset.Int("pairs", 200, "plan suite: random (start, goal) pairs per run")
 	variantFlag := fset.String("variant", "default", "plan suite: default, or a way of planning to compare: uniform-noise (--noise auto), soft (--obs soft), no-look (MPC stops on any majority), previous (both of uniform-noise and no-look)")
-	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer")
+	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer (stress suite: caps each configuration's seeds, which are 5 or 3 unless given)")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
 	envsFlag := fset.String("envs", "", "comma-separated subset of the suite's environments")
 	out := fset.String("out", "results", "output directory: one JSON report per run and <suite>.md")
@@ -46,10 +47,19 @@ func runReproduce(args []string) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
 	}
-	if *suite == "images" || *suite == "ablation" || *suite == "plan" {
+	if *suite == "images" || *suite == "ablation" || *suite == "plan" || *suite == "stress" {
 		envs := imageBenchmarks
 		if *envsFlag != "" {
 			envs = strings.Split(*envsFlag, ",")
+		}
+		if *suite == "stress" {
+			capSeeds := 0
+			fset.Visit(func(f *flag.Flag) {
+				if f.Name == "seeds" {
+					capSeeds = *seeds
+				}
+			})
+			return reproduceStress(envs, capSeeds, *runs, *out, *collect, *force, *quiet)
 		}
 		if *dataset != "mnist" && *dataset != "fashion" {
 			return fmt.Errorf("--dataset %q: must be mnist or fashion", *dataset)
@@ -85,7 +95,7 @@ func runReproduce(args []string) error {
 	}
 	envs, ok := suites[*suite]
 	if !ok {
-		return fmt.Errorf("--suite %q: must be symbolic, cscg, images, ablation or plan", *suite)
+		return fmt.Errorf("--suite %q: must be symbolic, cscg, images, ablation, plan or stress", *suite)
 	}
 	if *envsFlag != "" {
 		envs = strings.Split(*envsFlag, ",")

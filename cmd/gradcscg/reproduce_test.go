@@ -74,3 +74,51 @@ func TestReproduceImagesGoesOnAfterAFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestReproduceStressCountsFailures: the stress suite loads the reports it has, records
+// a run that ends in an error as a failed run (the others go on), counts both in its
+// table, and a rerun with --collect finds the failure again without training.
+func TestReproduceStressCountsFailures(t *testing.T) {
+	out, runs := t.TempDir(), t.TempDir()
+	dir := filepath.Join(out, "stress")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The mlp run has a report; the two conv runs' directories hold another configuration.
+	b, err := os.ReadFile(filepath.Join("..", "..", "results", "images", "aliased_mnist_seed1_mlp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "aliased_mnist_seed1_mlp.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"aliased_mnist_seed1", "aliased_fashion_seed1"} {
+		d := filepath.Join(runs, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"env": "aliased", "seed": 99}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, extra := range [][]string{nil, {"--collect"}} {
+		args := append([]string{"reproduce", "--suite", "stress", "--envs", "aliased", "--seeds", "1", "--runs", runs, "--out", out, "--quiet"}, extra...)
+		code, _, errOut := run(t, args...)
+		if code == 0 || !strings.Contains(errOut, "2 of 3 runs failed") {
+			t.Fatalf("%v: exit %d, stderr:\n%s", extra, code, errOut)
+		}
+		md, err := os.ReadFile(filepath.Join(out, "stress.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range []string{"| conv | mnist | aliased | 1 | 1 | 0 | 0 (max 0) | – |", "| mlp | mnist | aliased | 1 | 0 | 0 | 0 (max 0), 1 run(s) without a record |",
+			"| conv | fashion | aliased | 1 | 1 |", "3 of 3 runs done: 2 failed", "- aliased_fashion_seed1: "} {
+			if !strings.Contains(string(md), row) {
+				t.Errorf("%v: table lacks %q:\n%s", extra, row, md)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aliased_mnist_seed1.failed")); err != nil {
+		t.Errorf("no failure record: %v", err)
+	}
+}
