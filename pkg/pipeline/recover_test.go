@@ -4,8 +4,13 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 // TestCISizedAliasedRecoversMap is the CI-sized map-recovery check (issue 4): the whole
@@ -28,6 +33,62 @@ func TestCISizedAliasedRecoversMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRecovered(t, rep, start)
+}
+
+// TestCISizedForcedCollapseRecovers: the CI-sized aliased run of the test above, with a
+// collapse forced after joint iteration 210 (every encoder weight set to zero, so every
+// frame gets the same token), is detected, rolled back to the healthy checkpoint of
+// iteration 200 and still ends with the recovered map.
+func TestCISizedForcedCollapseRecovers(t *testing.T) {
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = CISized(cfg)
+	const at = 210
+	forced := false
+	afterJointStep = func(r *runner, iter int, _ *StepMetrics) error {
+		if forced || iter != at {
+			return nil
+		}
+		forced = true
+		for v := range r.joint.VQ.Store().IterVariables() {
+			if strings.HasPrefix(v.Path(), "/"+vqvae.ScopeName+"/encoder/") && strings.HasSuffix(v.Path(), "/w") {
+				if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	defer func() { afterJointStep = nil }()
+	start := time.Now()
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("interventions: %+v", st.Interventions)
+	if !forced {
+		t.Fatal("the collapse was never forced")
+	}
+	if len(st.Interventions) == 0 {
+		t.Fatal("forced collapse: no intervention")
+	}
+	if iv := st.Interventions[0]; iv.Iter <= at || iv.Iter > at+30 || iv.RolledBackTo != 200 {
+		t.Errorf("first intervention %+v: want a detection within 30 iterations of %d and a rollback to 200", iv, at)
+	}
+	checkRecovered(t, rep, start)
+}
+
+// checkRecovered asserts the map-recovery bars of a CI-sized aliased run.
+func checkRecovered(t *testing.T, rep *evaluate.Report, start time.Time) {
+	t.Helper()
 	t.Logf("%.1fs: recall %.3f F1 %.3f, state→place purity %.3f, action acc %.3f, perplexity %.2f, H(token|place) %.3f",
 		time.Since(start).Seconds(), rep.ViterbiMap.Recall, rep.ViterbiMap.F1, rep.StatePlacePurity,
 		rep.ActionAccuracy, rep.Perplexity, rep.HTokenGivenPlace)

@@ -559,6 +559,10 @@ func (r *runner) alphaAt(it int) float64 {
 	return a * scale
 }
 
+// afterJointStep, if set (tests only), runs after every joint step, before the step is
+// recorded and monitored: it may change the model (force a collapse) or the metrics.
+var afterJointStep func(r *runner, iter int, met *StepMetrics) error
+
 // monitorWarmup is the number of joint iterations before the collapse monitor acts.
 const monitorWarmup = 10
 
@@ -586,6 +590,11 @@ func (r *runner) jointPhase() error {
 		met, err := r.joint.Step(r.chunk(it), lambda, alpha)
 		if err != nil {
 			return fmt.Errorf("pipeline: joint iteration %d: %w", it+1, err)
+		}
+		if afterJointStep != nil {
+			if err := afterJointStep(r, it+1, &met); err != nil {
+				return err
+			}
 		}
 		r.st.JointIter++
 		doneHere++
@@ -633,7 +642,9 @@ func (r *runner) jointPhase() error {
 			if err := r.saveJoint(); err != nil {
 				return err
 			}
-			if r.st.Skipped == r.st.SkippedAtCommit && r.st.Smoothed >= r.collapseLevel(2) {
+			// Healthy: no skipped step since the last commit, and both the smoothed
+			// perplexity and this iteration's (the smoothed one lags a sudden collapse).
+			if lvl := r.collapseLevel(2); r.st.Skipped == r.st.SkippedAtCommit && r.st.Smoothed >= lvl && met.Perplexity >= lvl {
 				r.st.Healthy, r.st.HealthyIter, r.st.HealthySmoothed = r.st.Checkpoint, r.st.JointIter, r.st.Smoothed
 			}
 			r.st.SkippedAtCommit = r.st.Skipped
