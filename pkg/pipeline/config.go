@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -36,7 +37,7 @@ type Config struct {
 	Env string `json:"env"` // built-in environment name (gridworld.Named), or the custom layout's name
 	// Layout is a custom environment in the gridworld layout format (the file's text, so
 	// the run directory is self-contained); empty for built-in environments.
-	Layout  string `json:"layout,omitempty"`
+	Layout  string `json:"layout"`
 	Dataset string `json:"dataset"` // "mnist" or "fashion" (dataset.Load)
 	Seed    uint64 `json:"seed"`
 
@@ -85,12 +86,12 @@ type Config struct {
 	AlphaDiv   float64 `json:"alpha_div"`   // α_div
 	// AlphaDivEnd, if > 0, anneals α_div linearly from AlphaDiv at the middle of the
 	// joint phase to AlphaDivEnd at its end (0: α_div stays AlphaDiv).
-	AlphaDivEnd float64 `json:"alpha_div_end,omitempty"`
+	AlphaDivEnd float64 `json:"alpha_div_end"`
 	// Jitter, if > 0, shifts every joint-phase frame by a random offset in
 	// [-Jitter, Jitter]² pixels (label-free augmentation; the training episodes reuse
 	// each train-split image many times, and without it the encoder learns those images'
 	// tokens rather than their classes'). 0: frames as drawn.
-	Jitter      int     `json:"jitter,omitempty"`
+	Jitter      int     `json:"jitter"`
 	JointLR     float64 `json:"joint_lr"` // Adam rate of the VQ-VAE (3e-4)
 	HMMLRFactor float64 `json:"hmm_lr_factor"`
 	// Anti-collapse: CollapseFrac is the fraction of the best smoothed perplexity below
@@ -121,8 +122,8 @@ type Config struct {
 	// Ablations of the joint phase (off by default): FreezeVQVAE trains only (π, Θ)
 	// (the VQ-VAE, codebook included, stays as the warm-up left it); NoLengthNorm drops
 	// the 1/T_b length normalisation of the HMM term.
-	FreezeVQVAE  bool `json:"freeze_vqvae,omitempty"`
-	NoLengthNorm bool `json:"no_length_norm,omitempty"`
+	FreezeVQVAE  bool `json:"freeze_vqvae"`
+	NoLengthNorm bool `json:"no_length_norm"`
 	// CheckpointEvery is the number of joint iterations between checkpoints.
 	CheckpointEvery int `json:"checkpoint_every"`
 
@@ -147,8 +148,8 @@ type Config struct {
 	// more iterations. Spare clones that absorbed a few misread frames keep arbitrary,
 	// confident rows; on held-out images they catch misreads again and their rows
 	// become the map's edges. 0: no pruning.
-	FinalPrune      float64 `json:"final_prune,omitempty"`
-	FinalPruneIters int     `json:"final_prune_iters,omitempty"`
+	FinalPrune      float64 `json:"final_prune"`
+	FinalPruneIters int     `json:"final_prune_iters"`
 
 	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen
 	// encoder's soft emissions log ρ (the emissions the joint phase trained with), so
@@ -307,8 +308,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ReadConfig reads a config.json, rejecting unknown fields and invalid values; fields
-// the file lacks take DefaultConfig(env)'s values.
+// ReadConfig reads a user's configuration file (train --config), rejecting unknown
+// fields and invalid values; fields the file lacks take DefaultConfig(env)'s values. A
+// run directory's own config.json is read exactly (LoadRun, Run).
 func ReadConfig(path string) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -324,6 +326,51 @@ func ReadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("pipeline: %s: env: %w", path, err)
 	}
 	c := ConfigFor(e)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// runConfigAbsent holds the fields that a run directory's config.json may lack, with
+// what their absence meant to the version that wrote it: earlier versions left these
+// out when zero, or did not have them (all frames' gradients, no collapse response).
+// Every other field must be present.
+var runConfigAbsent = map[string]bool{
+	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
+	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
+}
+
+// readRunConfig reads the config.json of a run directory exactly as it was written: a
+// missing field is not filled from today's defaults (which would resume or describe the
+// run with settings it never had) but is an error, or, for the fields of
+// runConfigAbsent, the zero value it meant.
+func readRunConfig(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("pipeline: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	var missing []string
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if _, ok := fields[name]; name != "-" && !ok && !runConfigAbsent[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return Config{}, fmt.Errorf("pipeline: %s lacks field(s) %s: not a run's configuration, or damaged", path, strings.Join(missing, ", "))
+	}
+	var c Config
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {

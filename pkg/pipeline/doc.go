@@ -139,22 +139,30 @@
 //
 // # Run directory
 //
-//	config.json     Config (rerunning with a different one is refused, naming the fields)
-//	state.gob       the commit record: phase, joint cursor, λ throttle, best snapshot,
-//	                loss history, seconds per phase
+//	config.json     Config, every field written (rerunning with a different one is
+//	                refused, naming the fields one per line)
+//	state.gob       the commit record: phase, joint cursor, anti-collapse state, loss
+//	                history, seconds per phase, and the SHA-256 of config.json and of
+//	                every model file below; framed by a header and its own SHA-256
 //	history.jsonl   one Record per line: step, phase, rec, commit, nll_per_step, div,
 //	                lambda, perplexity, seconds (and event)
-//	warmup.ckpt     VQ-VAE checkpoint of phase 1 (resumes mid-warm-up)
+//	warmup-NNNNNN.ckpt  VQ-VAE checkpoint of phase 1 after step N (warmup.ckpt in
+//	                directories written before digests)
 //	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)
 //	                and the last healthy one; -rN marks the branch after the N-th rollback
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, extras)
+//	.lock           flock of the process that writes the directory (rundir.go)
 //
 // A checkpoint file is written first (atomically, under a new name) and then state.gob
 // (atomically); the previous checkpoint is removed only after that, so a run killed at
-// any point resumes from a consistent state. The joint minibatch of iteration t is a
-// function of (seed, t), and the checkpoint holds the Adam moments and the graph RNG, so
-// a resumed run repeats an uninterrupted one step for step (TestResumeMatchesUninterrupted).
+// any point resumes from a consistent state. Every file is checked against the state's
+// digest before it is read: an edited config.json, a checkpoint or model copied from
+// another run, a damaged or missing file is an error, and a finished run is reported
+// only if its model loads (TestRunDirectoryCannotLie). The joint minibatch of iteration
+// t is a function of (seed, t), and the checkpoint holds the Adam moments and the graph
+// RNG, so a resumed run repeats an uninterrupted one step for step
+// (TestResumeMatchesUninterrupted).
 // The finalisation and the evaluation are short and restart from their beginning.
 //
 // # Data and evaluation

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +36,7 @@ const (
 	ConfigFile  = "config.json"   // the run's Config
 	StateFile   = "state.gob"     // phase, joint cursor, history: the commit record of every checkpoint
 	HistoryFile = "history.jsonl" // one Record per line (derived from the state at each commit)
-	WarmupFile  = "warmup.ckpt"   // VQ-VAE checkpoint of phase 1 (vqvae format)
+	WarmupFile  = "warmup.ckpt"   // VQ-VAE checkpoint of phase 1 in legacy run directories (now warmup-NNNNNN.ckpt)
 	VQVAEFile   = "vqvae.ckpt"    // final VQ-VAE (compacted codebook; its store also holds /hmm)
 	CHMMFile    = "chmm.model"    // final cloned HMM (chmm format)
 	ReportFile  = "report.json"   // evaluation on the held-out episode
@@ -104,6 +103,12 @@ type runState struct {
 	Interventions   []Intervention
 
 	Extra map[string]float64
+
+	// Integrity (rundir.go): the SHA-256 of config.json, of every model file the state
+	// relies on, and the current warm-up checkpoint (a new name at each save).
+	Identity string
+	Files    map[string]string
+	Warmup   string
 }
 
 // Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
@@ -203,15 +208,45 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if err := checkOrWriteConfig(dir, cfg); err != nil {
+	unlock, err := lockDir(dir)
+	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	st, err := readState(dir)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("pipeline: %s holds a run (phase %s) but no %s: restore it, or start a new run directory", dir, st.Phase, ConfigFile)
+		}
+	}
+	if err := checkOrWriteConfig(dir, cfg); err != nil {
+		return nil, err
+	}
+	if err := checkIdentity(dir, st); err != nil {
+		return nil, err
+	}
 	if st.Phase == PhaseDone {
-		return evaluate.ReadJSON(filepath.Join(dir, ReportFile))
+		res, err := LoadRun(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w\n(the run is marked finished but its files do not load; start a new run directory)", err)
+		}
+		return res.Report, nil
+	}
+	if st.Phase == PhaseJoint {
+		if st.JointIter > cfg.JointIters {
+			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d of %d", dir, st.JointIter, cfg.JointIters)
+		}
+		if want := fmt.Sprintf("joint-%06d", st.JointIter); !strings.HasPrefix(st.Checkpoint, want) {
+			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d but names checkpoint %q", dir, st.JointIter, st.Checkpoint)
+		}
+	}
+	if st.legacy() {
+		if err := adoptLegacy(dir, st); err != nil {
+			return nil, err
+		}
 	}
 	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut}
 	if r.backend, err = hmmgraph.NewGoBackend(); err != nil {
@@ -232,6 +267,9 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 		if err := step.fn(); err != nil {
 			return nil, err
 		}
+	}
+	if r.report == nil {
+		return nil, fmt.Errorf("pipeline: %s: phase %q did not finish", dir, r.st.Phase)
 	}
 	return r.report, nil
 }
@@ -255,11 +293,14 @@ func (r *runner) path(name string) string { return filepath.Join(r.dir, name) }
 
 // commit writes the state (the commit record) and the derived history file.
 func (r *runner) commit() error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(r.st); err != nil {
-		return fmt.Errorf("pipeline: state: %w", err)
+	if r.st.Identity == "" {
+		d, err := fileDigest(r.path(ConfigFile))
+		if err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		r.st.Identity = d
 	}
-	if err := writeAtomic(r.path(StateFile), buf.Bytes()); err != nil {
+	if err := writeState(r.dir, r.st); err != nil {
 		return err
 	}
 	var h bytes.Buffer
@@ -305,8 +346,8 @@ func (r *runner) warmup() error {
 	start := time.Now()
 	var m *vqvae.Model
 	var err error
-	if _, e := os.Stat(r.path(WarmupFile)); e == nil {
-		if m, err = vqvae.Load(r.backend, r.path(WarmupFile)); err != nil {
+	if r.st.Warmup != "" {
+		if m, err = r.loadVQ(r.st.Warmup); err != nil {
 			return err
 		}
 	} else if m, err = vqvae.New(r.backend, cfg.VQVAEConfig(cfg.K), cfg.Seed); err != nil {
@@ -325,13 +366,16 @@ func (r *runner) warmup() error {
 		bar = progress.New(r.out, "warm-up", total).Every(2 * time.Second)
 	}
 	wcfg := vqvae.WarmupConfig{Epochs: cfg.WarmupEpochs, Batch: cfg.WarmupBatch, LR: cfg.WarmupLR,
-		Checkpoint: r.path(WarmupFile), MaxSteps: 25}
+		Checkpoint: r.path(warmupNext), MaxSteps: 25}
 	for m.Steps() < total {
 		if err := r.ctx.Err(); err != nil {
 			r.addSeconds(PhaseWarmup, start)
 			return err
 		}
 		if err := vqvae.Warmup(m, frames, wcfg, nil); err != nil {
+			return err
+		}
+		if err := r.commitWarmup(m.Steps()); err != nil {
 			return err
 		}
 		h := m.History()
@@ -418,6 +462,64 @@ func (r *runner) warmup() error {
 	return r.commit()
 }
 
+// warmupNext is where a warm-up chunk saves its checkpoint before commitWarmup names it.
+const warmupNext = "warmup-next.ckpt"
+
+// commitWarmup names the checkpoint of a warm-up chunk (warmup-NNNNNN.ckpt, after step
+// steps), records it in the state, commits, and removes the previous one. A new name at
+// each save means that an interruption before the commit leaves the state's checkpoint
+// in place.
+func (r *runner) commitWarmup(steps int) error {
+	name := fmt.Sprintf("warmup-%06d.ckpt", steps)
+	if err := os.Rename(r.path(warmupNext), r.path(name)); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	if err := record(r.dir, r.st, name); err != nil {
+		return err
+	}
+	prev := r.st.Warmup
+	r.st.Warmup = name
+	if err := r.commit(); err != nil {
+		return err
+	}
+	if prev != "" && prev != name {
+		_ = os.Remove(r.path(prev))
+		delete(r.st.Files, prev)
+	}
+	return nil
+}
+
+// loadVQ loads the VQ-VAE checkpoint name of the run directory after checking it is the
+// file the state recorded.
+func (r *runner) loadVQ(name string) (*vqvae.Model, error) {
+	if err := verify(r.dir, r.st, name); err != nil {
+		return nil, err
+	}
+	return vqvae.Load(r.backend, r.path(name))
+}
+
+// adoptLegacy records the digests of the files a legacy state relies on, so that the
+// next commit turns the directory into a checked one.
+func adoptLegacy(dir string, st *runState) error {
+	if st.Warmup == "" {
+		if _, err := os.Stat(filepath.Join(dir, WarmupFile)); err == nil {
+			st.Warmup = WarmupFile
+		}
+	}
+	for _, name := range []string{st.Warmup, st.Checkpoint, st.Healthy, VQVAEFile, CHMMFile, ReportFile} {
+		if name == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			continue
+		}
+		if err := record(dir, st, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cloneBudget returns the clone counts of the compacted tokens (no labels involved).
 func cloneBudget(cfg Config, share []float64) []int {
 	c := make([]int, len(share))
@@ -457,7 +559,7 @@ func (r *runner) saveJoint() error {
 		return err
 	}
 	r.st.Checkpoint = name
-	return nil
+	return record(r.dir, r.st, name)
 }
 
 // pruneJoint removes joint checkpoints other than the current and the last healthy one.
@@ -466,6 +568,7 @@ func (r *runner) pruneJoint() {
 	for _, f := range old {
 		if b := filepath.Base(f); b != r.st.Checkpoint && b != r.st.Healthy {
 			_ = os.Remove(f)
+			delete(r.st.Files, b)
 		}
 	}
 }
@@ -480,7 +583,7 @@ func (r *runner) loadJoint() error {
 // openJoint loads the joint checkpoint name with the VQ-VAE learning rate of the
 // state's current scale.
 func (r *runner) openJoint(name string) error {
-	vq, err := vqvae.Load(r.backend, r.path(name))
+	vq, err := r.loadVQ(name)
 	if err != nil {
 		return err
 	}
@@ -762,6 +865,9 @@ func (r *runner) intervene(reason string) (string, error) {
 	}
 	st.History = kept
 	ev := "intervention: " + iv.String()
+	if last < 0 { // rolled back to the start of the phase: the event goes to the warm-up's last record
+		last = len(kept) - 1
+	}
 	if last >= 0 {
 		st.History[last].Event = strings.TrimPrefix(st.History[last].Event+"; "+ev, "; ")
 	}
@@ -841,6 +947,11 @@ func (r *runner) final() error {
 	}
 	if err := r.joint.VQ.Save(r.path(VQVAEFile)); err != nil {
 		return err
+	}
+	for _, name := range []string{CHMMFile, VQVAEFile} {
+		if err := record(r.dir, r.st, name); err != nil {
+			return err
+		}
 	}
 	r.hmm = hmm
 	r.addSeconds(PhaseFinal, start)
@@ -931,6 +1042,9 @@ func (r *runner) evaluate() error {
 	cfg := r.cfg
 	start := time.Now()
 	if r.hmm == nil {
+		if err := verify(r.dir, r.st, CHMMFile); err != nil {
+			return err
+		}
 		var err error
 		if r.hmm, err = chmm.Load(r.path(CHMMFile)); err != nil {
 			return err
@@ -941,7 +1055,7 @@ func (r *runner) evaluate() error {
 		vq = r.joint.VQ
 	} else {
 		var err error
-		if vq, err = vqvae.Load(r.backend, r.path(VQVAEFile)); err != nil {
+		if vq, err = r.loadVQ(VQVAEFile); err != nil {
 			return err
 		}
 	}
@@ -980,6 +1094,9 @@ func (r *runner) evaluate() error {
 	rep.Extra["clones_joint"] = r.st.Clones
 	rep.Extra["clones"] = r.hmm.Clones
 	if err := rep.WriteJSON(r.path(ReportFile)); err != nil {
+		return err
+	}
+	if err := record(r.dir, r.st, ReportFile); err != nil {
 		return err
 	}
 	r.report = rep
@@ -1051,7 +1168,12 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 // change to the evaluation or to Config.Decode's default) and rewrites report.json,
 // keeping its wall times and training extras. The model is not touched.
 func Reevaluate(dir string) (*evaluate.Report, error) {
-	res, err := LoadRun(dir)
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	res, err := loadRun(dir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -1071,15 +1193,40 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		}
 		rep.Extra[k] = v
 	}
+	st, err := readState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st.legacy() {
+		if err := adoptLegacy(dir, st); err != nil {
+			return nil, err
+		}
+		if st.Identity, err = fileDigest(filepath.Join(dir, ConfigFile)); err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+	}
+	// A crash between the report and the state leaves a report the state does not
+	// verify: LoadRun refuses it and Reevaluate, which does not check it, writes both again.
 	if err := rep.WriteJSON(filepath.Join(dir, ReportFile)); err != nil {
+		return nil, err
+	}
+	if err := record(dir, st, ReportFile); err != nil {
+		return nil, err
+	}
+	if err := writeState(dir, st); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-// LoadRun loads a finished run directory.
-func LoadRun(dir string) (*Result, error) {
-	cfg, err := ReadConfig(filepath.Join(dir, ConfigFile))
+// LoadRun loads a finished run directory after checking that its config, model files and
+// report are the ones its state recorded.
+func LoadRun(dir string) (*Result, error) { return loadRun(dir, true) }
+
+// loadRun is LoadRun; checkReport false accepts a report.json the state did not record
+// (Reevaluate, which rewrites it, after a crash between the report and the state).
+func loadRun(dir string, checkReport bool) (*Result, error) {
+	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
 	if err != nil {
 		return nil, err
 	}
@@ -1089,6 +1236,17 @@ func LoadRun(dir string) (*Result, error) {
 	}
 	if st.Phase != PhaseDone {
 		return nil, fmt.Errorf("pipeline: %s: run not finished (phase %q); Run resumes it", dir, st.Phase)
+	}
+	if err := checkIdentity(dir, st); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{VQVAEFile, CHMMFile, ReportFile} {
+		if name == ReportFile && !checkReport {
+			continue
+		}
+		if err := verify(dir, st, name); err != nil {
+			return nil, err
+		}
 	}
 	backend, err := hmmgraph.NewGoBackend()
 	if err != nil {
@@ -1107,40 +1265,19 @@ func LoadRun(dir string) (*Result, error) {
 	return res, nil
 }
 
-func readState(dir string) (*runState, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return &runState{Phase: PhaseWarmup, Seconds: map[string]float64{}, Extra: map[string]float64{}, LambdaScale: 1}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	var st runState
-	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&st); err != nil {
-		return nil, fmt.Errorf("pipeline: %s: corrupt state: %w", filepath.Join(dir, StateFile), err)
-	}
-	if st.Seconds == nil {
-		st.Seconds = map[string]float64{}
-	}
-	if st.Extra == nil {
-		st.Extra = map[string]float64{}
-	}
-	return &st, nil
-}
-
 // checkOrWriteConfig writes config.json, or checks that an existing one equals cfg.
 func checkOrWriteConfig(dir string, cfg Config) error {
 	path := filepath.Join(dir, ConfigFile)
 	if _, err := os.Stat(path); err == nil {
-		old, err := ReadConfig(path)
+		old, err := readRunConfig(path)
 		if err != nil {
 			return err
 		}
 		cmp := cfg
 		cmp.StopAfterJoint = 0
 		if !reflect.DeepEqual(old, cmp) {
-			return fmt.Errorf("pipeline: %s holds a different configuration (%s); use a new directory",
-				path, diffFields(old, cmp))
+			return fmt.Errorf("pipeline: %s holds a different configuration:\n  %s\nresume it with its own settings, or give the new ones a new run directory (train --run NEW_DIR)",
+				path, strings.Join(diffFields(old, cmp), "\n  "))
 		}
 		return nil
 	}
@@ -1151,8 +1288,9 @@ func checkOrWriteConfig(dir string, cfg Config) error {
 	return writeAtomic(path, append(raw, '\n'))
 }
 
-// diffFields names the JSON fields that differ between a and b.
-func diffFields(a, b Config) string {
+// diffFields names the JSON fields that differ between a (the run's) and b, one entry
+// per field, sorted.
+func diffFields(a, b Config) []string {
 	var ma, mb map[string]any
 	ra, _ := json.Marshal(a)
 	rb, _ := json.Marshal(b)
@@ -1161,11 +1299,11 @@ func diffFields(a, b Config) string {
 	var diff []string
 	for k, v := range ma {
 		if !reflect.DeepEqual(v, mb[k]) {
-			diff = append(diff, fmt.Sprintf("%s: %v in the file, %v now", k, v, mb[k]))
+			diff = append(diff, fmt.Sprintf("%s: %v in the run, %v now", k, v, mb[k]))
 		}
 	}
 	sort.Strings(diff)
-	return fmt.Sprint(diff)
+	return diff
 }
 
 // diagnose records, for the training frames' hard tokens after a phase, H(token | place),

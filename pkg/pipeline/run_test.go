@@ -384,6 +384,7 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 	}
 	events, next := 0, 1
 	for _, h := range st.History {
+		events += strings.Count(h.Event, "intervention:")
 		if h.Phase != PhaseJoint {
 			continue
 		}
@@ -391,9 +392,6 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 			t.Fatalf("joint history step %d after %d", h.Step, next-1)
 		}
 		next++
-		if strings.Contains(h.Event, "intervention:") {
-			events += strings.Count(h.Event, "intervention:")
-		}
 	}
 	if next-1 != cfg.JointIters {
 		t.Errorf("joint history ends at step %d, want %d", next-1, cfg.JointIters)

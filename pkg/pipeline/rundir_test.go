@@ -1,0 +1,282 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyDir copies the regular files of src into a new temporary directory.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// forgeState rewrites dir's state with change applied and a valid checksum.
+func forgeState(t *testing.T, dir string, change func(*runState)) {
+	t.Helper()
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(st)
+	if err := writeState(dir, st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunDirectoryCannotLie damages, edits and swaps each file of a finished and of an
+// interrupted run directory: every case ends in an error naming the problem (never the
+// old report, a hybrid run or a panic), and the untouched directories still load.
+func TestRunDirectoryCannotLie(t *testing.T) {
+	cfg := tinyConfig(t)
+	finished := t.TempDir()
+	if _, err := Run(context.Background(), finished, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := cfg
+	cfg2.Seed = 2
+	other := t.TempDir()
+	if _, err := Run(context.Background(), other, cfg2, nil); err != nil {
+		t.Fatal(err)
+	}
+	stopped := cfg
+	stopped.StopAfterJoint = 12
+	partial := t.TempDir()
+	if _, err := Run(context.Background(), partial, stopped, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	stPartial, err := readState(partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stOther, err := readState(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corridors, err := DefaultConfig("corridors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(t *testing.T, path string, b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(t *testing.T, path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name    string
+		src     string
+		damage  func(t *testing.T, dir string)
+		cfg     Config
+		wantErr string
+	}{
+		{"finished: chmm.model deleted", finished, func(t *testing.T, d string) { os.Remove(filepath.Join(d, CHMMFile)) }, cfg, CHMMFile},
+		{"finished: vqvae.ckpt truncated", finished, func(t *testing.T, d string) {
+			p := filepath.Join(d, VQVAEFile)
+			b := read(t, p)
+			write(t, p, b[:len(b)/2])
+		}, cfg, VQVAEFile},
+		{"finished: chmm.model from another seed's run", finished, func(t *testing.T, d string) {
+			write(t, filepath.Join(d, CHMMFile), read(t, filepath.Join(other, CHMMFile)))
+		}, cfg, "copied from another run"},
+		{"finished: report.json edited", finished, func(t *testing.T, d string) {
+			p := filepath.Join(d, ReportFile)
+			write(t, p, append(read(t, p), ' '))
+		}, cfg, ReportFile},
+		{"finished: config.json removed, other env asked", finished, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
+		{"finished: config.json edited (joint_iters) and asked for", finished, func(t *testing.T, d string) {
+			p := filepath.Join(d, ConfigFile)
+			write(t, p, []byte(strings.Replace(string(read(t, p)), `"joint_iters": 16`, `"joint_iters": 20`, 1)))
+		}, func() Config { c := cfg; c.JointIters = 20; return c }(), "not the configuration this run was trained with"},
+		{"finished: config.json from the seed-2 run", finished, func(t *testing.T, d string) {
+			write(t, filepath.Join(d, ConfigFile), read(t, filepath.Join(other, ConfigFile)))
+		}, cfg2, "not the configuration"},
+		{"state.gob: one byte flipped", finished, func(t *testing.T, d string) {
+			p := filepath.Join(d, StateFile)
+			b := read(t, p)
+			b[len(b)-5] ^= 0x40
+			write(t, p, b)
+		}, cfg, "checksum"},
+		{"state.gob: unknown phase", finished, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.Phase = "bogus" }) }, cfg, `unknown phase "bogus"`},
+		{"state.gob: checkpoint outside the directory", partial, func(t *testing.T, d string) {
+			forgeState(t, d, func(s *runState) { s.Checkpoint = "../../../x" })
+		}, cfg, "not inside the run directory"},
+		{"state.gob: joint iteration hand-set", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 3 }) }, cfg, "names checkpoint"},
+		{"state.gob: joint iteration beyond joint_iters", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 99 }) }, cfg, "joint iteration 99 of 16"},
+		{"interrupted: config.json removed, other env asked", partial, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
+		{"interrupted: config.json removed, fewer joint iterations asked", partial, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) },
+			func() Config { c := cfg; c.JointIters = 5; return c }(), "no config.json"},
+		{"interrupted: checkpoint from the seed-2 run", partial, func(t *testing.T, d string) {
+			write(t, filepath.Join(d, stPartial.Checkpoint), read(t, filepath.Join(other, stOther.Checkpoint)))
+		}, cfg, "copied from another run"},
+		{"interrupted: warm-up checkpoint deleted", partial, func(t *testing.T, d string) {
+			forgeState(t, d, func(s *runState) { s.Phase = PhaseWarmup })
+			os.Remove(filepath.Join(d, stPartial.Warmup))
+		}, cfg, stPartial.Warmup},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := copyDir(t, c.src)
+			c.damage(t, d)
+			rep, err := Run(context.Background(), d, c.cfg, nil)
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("Run: report %v, error %v; want an error containing %q", rep != nil, err, c.wantErr)
+			}
+			if c.src == finished {
+				if _, err := LoadRun(d); err == nil {
+					t.Errorf("LoadRun accepted the damaged directory")
+				}
+			}
+		})
+	}
+	// Undamaged copies load and resume; a stale temporary file is removed.
+	d := copyDir(t, partial)
+	stale := filepath.Join(d, ".state.gob.tmp-123")
+	write(t, stale, []byte("half"))
+	if _, err := Run(context.Background(), d, cfg, nil); err != nil {
+		t.Fatalf("resuming an undamaged copy: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary file left: %v", err)
+	}
+	if _, err := LoadRun(copyDir(t, finished)); err != nil {
+		t.Errorf("LoadRun of an undamaged copy: %v", err)
+	}
+}
+
+// TestRunDirectoryLock: a second process (here a second lock) on a run directory gets
+// an error naming the holder, and the lock is free again once released.
+func TestRunDirectoryLock(t *testing.T) {
+	cfg := tinyConfig(t)
+	d := t.TempDir()
+	unlock, err := lockDir(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), d, cfg, nil); err == nil || !strings.Contains(err.Error(), "in use by process") {
+		t.Fatalf("Run on a locked directory: %v", err)
+	}
+	if _, err := Reevaluate(d); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Reevaluate on a locked directory: %v", err)
+	}
+	unlock()
+	again, err := lockDir(d)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	again()
+}
+
+// TestRunConfigRoundTrip: a run whose settings include zero values that older versions
+// left out of config.json (jitter 0, no pruning) resumes and loads with those values,
+// not with today's defaults.
+func TestRunConfigRoundTrip(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Jitter, cfg.FinalPrune, cfg.AlphaDivEnd = 0, 0, 0
+	d := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 4
+	if _, err := Run(context.Background(), d, stop, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	if _, err := Run(context.Background(), d, cfg, nil); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	res, err := LoadRun(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Config != cfg {
+		t.Errorf("loaded config differs: %v", diffFields(res.Config, cfg))
+	}
+	// A legacy file without the omitted fields reads them as zero, not as defaults.
+	p := filepath.Join(d, ConfigFile)
+	raw, _ := os.ReadFile(p)
+	var kept []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, `"jitter"`) && !strings.Contains(line, `"final_prune"`) {
+			kept = append(kept, line)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := readRunConfig(p); err != nil || c.Jitter != 0 || c.FinalPrune != 0 {
+		t.Errorf("legacy config: jitter %d, final_prune %g, err %v; want 0, 0", c.Jitter, c.FinalPrune, err)
+	}
+	// A field that every version wrote is required.
+	if err := os.WriteFile(p, []byte(strings.Replace(strings.Join(kept, "\n"), `"seed"`, `"seed_x"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRunConfig(p); err == nil || !strings.Contains(err.Error(), "seed") {
+		t.Errorf("config without seed: %v", err)
+	}
+}
+
+// TestLegacyRunDirectory: a directory whose state predates checksums and digests (a
+// bare gob, no identity) still loads, resumes, and is checked from its next commit on.
+func TestLegacyRunDirectory(t *testing.T) {
+	cfg := tinyConfig(t)
+	stop := cfg
+	stop.StopAfterJoint = 12
+	d := t.TempDir()
+	if _, err := Run(context.Background(), d, stop, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	st, err := readState(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Identity, st.Files = "", nil
+	os.Rename(filepath.Join(d, st.Warmup), filepath.Join(d, WarmupFile))
+	st.Warmup = ""
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, StateFile), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), d, cfg, nil); err != nil {
+		t.Fatalf("resuming a legacy directory: %v", err)
+	}
+	st, err = readState(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.legacy() || st.Files[CHMMFile] == "" || st.Files[ReportFile] == "" {
+		t.Errorf("not upgraded: identity %q, files %v", st.Identity, st.Files)
+	}
+	if _, err := LoadRun(d); err != nil {
+		t.Fatal(err)
+	}
+}
