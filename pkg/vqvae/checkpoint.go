@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -174,12 +175,25 @@ func restore(backend compute.Backend, p *checkpointPayload) (*Model, error) {
 	m.lr, m.ready, m.history, m.cursor = p.LR, p.Ready, p.History, p.Cursor
 	for _, sv := range p.Vars {
 		dt := dtypes.DType(sv.DType)
+		switch dt { // the dtypes Save writes; any other value is damage (and may panic in shapes)
+		case dtypes.Float32, dtypes.Float64, dtypes.Int32, dtypes.Int64, dtypes.Uint32, dtypes.Uint64:
+		default:
+			return nil, fmt.Errorf("variable %s: unknown dtype %d", sv.Path, sv.DType)
+		}
+		for _, d := range sv.Dims {
+			if d < 0 || d > 1<<30 {
+				return nil, fmt.Errorf("variable %s: invalid dims %v", sv.Path, sv.Dims)
+			}
+		}
 		shape := shapes.Make(dt, sv.Dims...)
 		if !shape.Ok() || dt.Size() <= 0 {
 			return nil, fmt.Errorf("variable %s: invalid dtype %d or dims %v", sv.Path, sv.DType, sv.Dims)
 		}
 		if int(shape.ByteSize()) != len(sv.Data) {
 			return nil, fmt.Errorf("variable %s: %d bytes for shape %s (want %d)", sv.Path, len(sv.Data), shape, shape.ByteSize())
+		}
+		if i := firstNonFinite(dt, sv.Data); i >= 0 {
+			return nil, fmt.Errorf("variable %s: element %d is not finite", sv.Path, i)
 		}
 		t := tensors.FromShape(shape)
 		if err := t.MutableBytes(func(b []byte) { copy(b, sv.Data) }); err != nil {
@@ -226,4 +240,26 @@ func restore(backend compute.Backend, p *checkpointPayload) (*Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in data (little-endian
+// values of dt), or -1 (also for integer dtypes).
+func firstNonFinite(dt dtypes.DType, data []byte) int {
+	switch dt {
+	case dtypes.Float32:
+		for i := 0; i+4 <= len(data); i += 4 {
+			f := float64(math.Float32frombits(binary.LittleEndian.Uint32(data[i:])))
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return i / 4
+			}
+		}
+	case dtypes.Float64:
+		for i := 0; i+8 <= len(data); i += 8 {
+			f := math.Float64frombits(binary.LittleEndian.Uint64(data[i:]))
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return i / 8
+			}
+		}
+	}
+	return -1
 }

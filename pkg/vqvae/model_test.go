@@ -2,6 +2,9 @@ package vqvae
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -171,6 +174,16 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated", raw[:len(raw)-100], "truncated"},
 		{"flipped", flipped, "checksum mismatch"},
 		{"version", version, "unsupported checkpoint version"},
+		// Forged payloads with a valid checksum.
+		{"nan", forge(t, raw, func(v *savedVar) bool {
+			if !strings.HasSuffix(v.Path, "/embeddings") {
+				return false
+			}
+			binary.LittleEndian.PutUint32(v.Data[4:], math.Float32bits(float32(math.NaN())))
+			return true
+		}), "element 1 is not finite"},
+		{"dtype", forge(t, raw, func(v *savedVar) bool { v.DType = 999; return true }), "unknown dtype 999"},
+		{"dims", forge(t, raw, func(v *savedVar) bool { v.Dims = []int{-1, 1 << 40}; return true }), "invalid dims"},
 	}
 	for _, tc := range tests {
 		p := filepath.Join(dir, tc.name+".ckpt")
@@ -185,6 +198,33 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(testBackend(), filepath.Join(dir, "missing.ckpt")); err == nil {
 		t.Error("missing file: no error")
 	}
+}
+
+// forge decodes a checkpoint, applies change to its variables (the first for which it
+// returns true) and frames the payload again with a valid checksum.
+func forge(t *testing.T, raw []byte, change func(*savedVar) bool) []byte {
+	t.Helper()
+	p, err := decodeCheckpoint(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Vars {
+		if change(&p.Vars[i]) {
+			break
+		}
+	}
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(p); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(payload.Bytes())
+	var out bytes.Buffer
+	out.WriteString(checkpointMagic)
+	_ = binary.Write(&out, binary.LittleEndian, uint32(checkpointVersion))
+	_ = binary.Write(&out, binary.LittleEndian, uint64(payload.Len()))
+	out.Write(sum[:])
+	out.Write(payload.Bytes())
+	return out.Bytes()
 }
 
 // TestBadInputs: wrong sizes and labels give errors, not panics.
