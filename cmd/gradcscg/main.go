@@ -107,8 +107,10 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, mapping flag errors to errUsage (already printed).
+// parseFlags parses args, mapping flag errors to errUsage (already printed), and checks
+// every given numeric flag against its range (flagRanges).
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	describeRanges(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -120,5 +122,5 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	return nil
+	return checkRanges(fs)
 }

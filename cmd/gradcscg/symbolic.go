@@ -121,8 +121,8 @@ func parseClonesFor(s string) (map[int]int, error) {
 		}
 		c, err1 := strconv.Atoi(kv[0])
 		n, err2 := strconv.Atoi(kv[1])
-		if err1 != nil || err2 != nil || c < 0 || n < 1 {
-			return nil, fmt.Errorf("--clones-for: %q needs a class id >= 0 and a clone count >= 1", part)
+		if err1 != nil || err2 != nil || c < 0 || !rangeClones.contains(float64(n)) {
+			return nil, fmt.Errorf("--clones-for: %q needs a class id ≥ 0 and a clone count that is %s", part, rangeClones)
 		}
 		out[c] = n
 	}
@@ -167,6 +167,15 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 		if n, ok := perClass[c]; ok {
 			clones[k] = n
 		}
+	}
+	n := 1
+	for _, c := range clones {
+		n += c
+	}
+	steps := o.episodes * o.steps
+	if err := checkMemory(hmmBytes(n, env.NumActions(), max(steps, o.evalSteps))+48*float64(steps+o.evalSteps),
+		fmt.Sprintf("training %d states on %d × %d steps", n, o.episodes, o.steps)); err != nil {
+		return nil, err
 	}
 
 	seqs := func(eps []gridworld.Episode) []chmm.Sequence {

@@ -77,6 +77,9 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkMemory(trainBytes(cfg), fmt.Sprintf("a run of %d × %d steps with up to %d clones per token", cfg.Episodes, cfg.Steps, max(cfg.Clones, cfg.FinalClones))); err != nil {
+		return err
+	}
 	dir := o.run
 	if dir == "" {
 		dir = filepath.Join("runs", runName(cfg))
@@ -191,6 +194,15 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
 	cfg.SupervisedWarmup = cfg.SupervisedWarmup || o.supervised
 	return cfg, cfg.Validate()
+}
+
+// trainBytes estimates the peak memory of a pipeline run: the finalisation's HMM (K
+// tokens × the larger clone budget, every training step) and the joint batch's
+// activations (a generous 1 MB per frame for the conv VQ-VAE's forward and backward).
+func trainBytes(cfg pipeline.Config) float64 {
+	n := 1 + cfg.K*max(cfg.Clones, cfg.FinalClones)
+	steps := cfg.Episodes * cfg.Steps
+	return hmmBytes(n, 4, steps) + 48*float64(steps) + 1e6*float64(cfg.JointBatch*cfg.ChunkLen)
 }
 
 // override sets *dst to v unless v is negative (a flag left at its "default" value -1).

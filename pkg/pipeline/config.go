@@ -263,19 +263,19 @@ func (c Config) Validate() error {
 	}
 	add(c.Decode == DecodeSoft || c.Decode == DecodeHard, "decode=%q (want %q or %q)", c.Decode, DecodeSoft, DecodeHard)
 	add(c.Dataset == "mnist" || c.Dataset == "fashion", "dataset=%q (want mnist or fashion)", c.Dataset)
-	add(c.Episodes >= 1, "episodes=%d (need ≥ 1)", c.Episodes)
-	add(c.Steps >= 2, "steps=%d (need ≥ 2)", c.Steps)
-	add(c.EvalSteps >= 2, "eval_steps=%d (need ≥ 2)", c.EvalSteps)
+	add(c.Episodes >= 1 && c.Episodes <= 1000, "episodes=%d (need 1..1000)", c.Episodes)
+	add(c.Steps >= 2 && c.Steps <= 10_000_000, "steps=%d (need 2..10000000)", c.Steps)
+	add(c.EvalSteps >= 2 && c.EvalSteps <= 10_000_000, "eval_steps=%d (need 2..10000000)", c.EvalSteps)
 	add(c.WarmupEpochs >= 0, "warmup_epochs=%d (need ≥ 0)", c.WarmupEpochs)
 	add(c.WarmupBatch >= 1 && c.WarmupBatch <= c.Episodes*c.Steps, "warmup_batch=%d (need 1..episodes·steps)", c.WarmupBatch)
 	add(c.WarmupLR > 0 && finite(c.WarmupLR), "warmup_lr=%g (need > 0)", c.WarmupLR)
 	add(c.RecenterFrames >= 0, "recenter_frames=%d (need ≥ 0)", c.RecenterFrames)
-	add(c.Clones >= 1, "clones=%d (need ≥ 1)", c.Clones)
+	add(c.Clones >= 1 && c.Clones <= 2000, "clones=%d (need 1..2000)", c.Clones)
 	add(c.Jitter >= 0 && c.Jitter < 28, "jitter=%d (need 0..27 pixels)", c.Jitter)
 	add(c.Budget == BudgetUniform || c.Budget == BudgetShare, "budget=%q (want %q or %q)", c.Budget, BudgetUniform, BudgetShare)
 	add(c.JointIters >= 0, "joint_iters=%d (need ≥ 0)", c.JointIters)
 	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
-	add(c.JointBatch >= 1, "joint_batch=%d (need ≥ 1)", c.JointBatch)
+	add(c.JointBatch >= 1 && c.JointBatch <= 1024, "joint_batch=%d (need 1..1024)", c.JointBatch)
 	add(c.GradFrames >= 0 && c.GradFrames <= 1<<20, "grad_frames=%d (need 0..%d)", c.GradFrames, 1<<20)
 	add(c.CollapseLevel >= 0 && c.CollapseLevel < 0.5, "collapse_level=%g (need 0 ≤ level < 0.5)", c.CollapseLevel)
 	add(c.MaxInterventions >= 0 && c.MaxInterventions <= 20, "max_interventions=%d (need 0..20)", c.MaxInterventions)
@@ -289,7 +289,7 @@ func (c Config) Validate() error {
 	add(c.ThrottleFactor > 0 && c.ThrottleFactor <= 1, "throttle_factor=%g (need 0 < f ≤ 1)", c.ThrottleFactor)
 	add(c.CheckpointEvery >= 1, "checkpoint_every=%d (need ≥ 1)", c.CheckpointEvery)
 	add(c.FinalBudget == FinalFromJoint || c.FinalBudget == BudgetShare, "final_budget=%q (want %q or %q)", c.FinalBudget, FinalFromJoint, BudgetShare)
-	add(c.FinalClones >= 1 || c.FinalBudget != BudgetShare, "final_clones=%d (need ≥ 1)", c.FinalClones)
+	add((c.FinalClones >= 1 || c.FinalBudget != BudgetShare) && c.FinalClones <= 2000, "final_clones=%d (need 1..2000)", c.FinalClones)
 	add(c.FinalIters >= 0, "final_iters=%d (need ≥ 0)", c.FinalIters)
 	add(c.FinalLR > 0 && finite(c.FinalLR), "final_lr=%g (need > 0)", c.FinalLR)
 	add(c.FinalEntropy >= 0 && finite(c.FinalEntropy), "final_entropy=%g (need ≥ 0)", c.FinalEntropy)
@@ -301,7 +301,7 @@ func (c Config) Validate() error {
 	if err := c.VQVAEConfig(max(c.K, 2)).Validate(); err != nil {
 		bad = append(bad, err.Error())
 	}
-	add(c.K >= 2, "k=%d (need ≥ 2)", c.K)
+	add(c.K >= 2 && c.K <= 4096, "k=%d (need 2..4096)", c.K)
 	if len(bad) > 0 {
 		return fmt.Errorf("pipeline: invalid config: %s", strings.Join(bad, "; "))
 	}

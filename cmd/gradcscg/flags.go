@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// flagRange is the allowed range of a numeric flag's value when it is given on the
+// command line (a flag left out keeps its default, which may be a "use the
+// environment's value" marker outside the range).
+type flagRange struct {
+	lo, hi         float64
+	loOpen, hiOpen bool // the bound itself is excluded
+	integer        bool
+}
+
+func ints(lo, hi int) flagRange          { return flagRange{lo: float64(lo), hi: float64(hi), integer: true} }
+func floats(lo, hi float64) flagRange    { return flagRange{lo: lo, hi: hi} }
+func positive(hi float64) flagRange      { return flagRange{lo: 0, hi: hi, loOpen: true} }
+func fractionBelow(hi float64) flagRange { return flagRange{lo: 0, hi: hi, hiOpen: true} }
+
+func (r flagRange) contains(v float64) bool {
+	return (v > r.lo || !r.loOpen && v == r.lo) && (v < r.hi || !r.hiOpen && v == r.hi) && (!r.integer || v == math.Trunc(v))
+}
+
+func (r flagRange) String() string {
+	if r.integer {
+		return fmt.Sprintf("an integer in [%d, %d]", int64(r.lo), int64(r.hi))
+	}
+	open, close := "[", "]"
+	if r.loOpen {
+		open = "("
+	}
+	if r.hiOpen {
+		close = ")"
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	return fmt.Sprintf("a number in %s%s, %s%s", open, f(r.lo), f(r.hi), close)
+}
+
+// Bounds shared by several commands. Sizes stop well before what a 24 GiB machine can
+// hold; checkMemory estimates the rest.
+var (
+	rangeEpisodes = ints(1, 1000)
+	rangeSteps    = ints(2, 10_000_000)
+	rangeClones   = ints(1, 2000)
+	rangeIters    = ints(1, 1_000_000)
+	rangeSeeds    = ints(1, 100)
+	rangeRestarts = ints(1, 100)
+	rangePairs    = ints(1, 1_000_000)
+)
+
+// flagRanges is every numeric flag's range, by command: the one place flags are
+// validated. parseFlags checks the flags given and appends the range to each usage.
+var flagRanges = map[string]map[string]flagRange{
+	"symbolic": {
+		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
+		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts,
+		"entropy": floats(0, 100),
+	},
+	"train": {
+		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "clones": rangeClones,
+		"alpha-div": floats(0, 100), "alpha-div-end": floats(0, 100), "collapse-frac": fractionBelow(1),
+		"grad-frames": ints(0, 1<<20), "collapse-level": fractionBelow(0.5), "lambda": floats(0, 1000),
+		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8),
+	},
+	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": rangeRestarts},
+	"vqvae": {
+		"k": ints(0, 4096), "steps": ints(0, 100_000_000), "batch": ints(1, 65536), "lr": positive(1),
+		"episodes": rangeEpisodes, "episode-len": rangeSteps, "eval-len": rangeSteps, "curve": ints(0, 100_000_000),
+		"checkpoint-every": ints(1, 100_000_000), "seeds": rangeSeeds,
+	},
+	"plan": {
+		"pairs": rangePairs, "localize": ints(0, 1_000_000), "demo": ints(1, 1_000_000), "threshold": floats(0, 1),
+		"min-prob": floats(0, 1), "goal-mass": positive(1), "arrive-mass": positive(1),
+	},
+}
+
+// describeRanges appends each ranged flag's range to its usage text.
+func describeRanges(fs *flag.FlagSet) {
+	for name, r := range flagRanges[fs.Name()] {
+		if f := fs.Lookup(name); f != nil && !strings.Contains(f.Usage, "must be") {
+			f.Usage += "; must be " + r.String()
+		}
+	}
+}
+
+// checkRanges returns an error naming the first given flag whose value is outside its
+// range (NaN and ±Inf included).
+func checkRanges(fs *flag.FlagSet) error {
+	ranges := flagRanges[fs.Name()]
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		r, ok := ranges[f.Name]
+		if !ok || err != nil {
+			return
+		}
+		s := f.Value.String()
+		v, perr := strconv.ParseFloat(s, 64)
+		if perr != nil || math.IsNaN(v) || !r.contains(v) {
+			err = fmt.Errorf("--%s %s: must be %s", f.Name, s, r)
+		}
+	})
+	return err
+}
+
+// memTotal is the machine's memory in bytes (0 when unknown).
+func memTotal() float64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kb float64
+		if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %f kB", &kb); n == 1 {
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// checkMemory refuses a run whose estimated peak memory (bytes, with what needs it)
+// exceeds 80% of the machine's, before anything large is allocated.
+func checkMemory(bytes float64, what string) error {
+	total := memTotal()
+	if total == 0 || bytes <= 0.8*total {
+		return nil
+	}
+	return fmt.Errorf("%s needs about %.1f GB; this machine has %.1f GB: use fewer clones, steps or episodes", what, bytes/1e9, total/1e9)
+}
+
+// hmmBytes estimates the peak memory of training a cloned HMM with n states and
+// actions actions on steps observations: forward and backward messages (two T × N
+// float64 arrays) and about six A × N × N float64 tensors (logits, probabilities,
+// gradient, two Adam moments, expected counts).
+func hmmBytes(n, actions, steps int) float64 {
+	return 8 * (2*float64(steps)*float64(n) + 6*float64(actions)*float64(n)*float64(n))
+}
