@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan plan-variants ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants ablation figures notebooks clean
 
 all: build
 
@@ -38,6 +38,18 @@ demo: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory fuzz
+
+# Fuzz targets of every reader of user or run-directory files (layouts, cloned-HMM
+# models, IDX files, reports, config.json and state.gob), FUZZ_EXECS inputs each (the
+# seed corpora also run in the plain test suite). More: make fuzz FUZZ_EXECS=10000000.
+FUZZ_EXECS ?= 20000
+FUZZ_TARGETS = FuzzParseLayout:./pkg/gridworld FuzzRead:./pkg/chmm FuzzDecodeIDX:./pkg/dataset \
+	FuzzReadJSON:./pkg/evaluate FuzzRunFiles:./pkg/pipeline
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_EXECS)x "$${t#*:}" || exit 1; \
+	done
 
 # Go benchmarks of the hot paths.
 bench:

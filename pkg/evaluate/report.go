@@ -146,6 +146,11 @@ func ReadJSON(path string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
+	return decodeJSON(b, path)
+}
+
+// decodeJSON is ReadJSON of the file's bytes b (path names it in errors).
+func decodeJSON(b []byte, path string) (*Report, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(b, &keys); err != nil {
 		return nil, fmt.Errorf("evaluate: %s: not a JSON report object: %w", path, err)

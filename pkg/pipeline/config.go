@@ -316,6 +316,11 @@ func ReadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %w", err)
 	}
+	return parseConfig(raw, path)
+}
+
+// parseConfig is ReadConfig of the file's bytes raw (path names it in errors).
+func parseConfig(raw []byte, path string) (Config, error) {
 	// Fields missing from the file (older versions) take the environment's defaults.
 	var probe Config
 	if err := json.Unmarshal(raw, &probe); err != nil {
@@ -355,6 +360,11 @@ func readRunConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %w", err)
 	}
+	return parseRunConfig(raw, path)
+}
+
+// parseRunConfig is readRunConfig of the file's bytes raw (path names it in errors).
+func parseRunConfig(raw []byte, path string) (Config, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))

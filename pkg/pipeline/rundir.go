@@ -72,6 +72,11 @@ func readState(dir string) (*runState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
+	return decodeState(raw, path)
+}
+
+// decodeState is readState of the file's bytes raw (path names it in errors).
+func decodeState(raw []byte, path string) (*runState, error) {
 	payload := raw
 	if bytes.HasPrefix(raw, []byte(stateMagic)) {
 		rest := raw[len(stateMagic):]
