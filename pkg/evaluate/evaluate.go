@@ -286,9 +286,13 @@ func score(learned, truth [][2]int) EdgeScore {
 
 // PRF returns precision, recall and F1 of the learned undirected edges
 // against the true ones: P = tp/(tp+fp), R = tp/(tp+fn), F1 = 2PR/(P+R), with
-// 0/0 := 0. Pairs are unordered; duplicates and self-loops are ignored.
+// 0/0 := 0, except that an empty map of a world without edges (a single place) is
+// exact: 1, 1, 1. Pairs are unordered; duplicates and self-loops are ignored.
 func PRF(learned, truth [][2]int) (p, r, f1 float64) {
 	L, E := normEdges(learned), normEdges(truth)
+	if len(L) == 0 && len(E) == 0 {
+		return 1, 1, 1
+	}
 	inE := make(map[[2]int]bool, len(E))
 	for _, e := range E {
 		inE[e] = true
