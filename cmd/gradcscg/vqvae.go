@@ -443,6 +443,12 @@ func vqLoadData(o *vqOptions) (*vqData, error) {
 	if o.evalLen == 0 {
 		o.evalLen = o.episodeLen
 	}
+	// The walks (place, class, action and frame per step, ~48 bytes) and the held-out
+	// frames' pixels (784 float32) are held in memory.
+	if err := checkMemory(48*float64(o.episodes)*float64(o.episodeLen)+3200*float64(o.evalLen),
+		fmt.Sprintf("%d episodes of %d steps and a held-out walk of %d", o.episodes, o.episodeLen, o.evalLen)); err != nil {
+		return nil, err
+	}
 	trainSet, err := dataset.Load(o.dataset, dataset.Train)
 	if err != nil {
 		return nil, err
