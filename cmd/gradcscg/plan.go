@@ -343,6 +343,9 @@ func (o *planOptions) load() (*plan.Map, *gridworld.Env, plan.Observer, *planRep
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("--run %s: %w", o.run, err)
 	}
+	if note := res.BackendNote(); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
 	env, err := res.Config.Environment()
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)

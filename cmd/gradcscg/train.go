@@ -96,7 +96,6 @@ func runTrain(args []string) error {
 		if o.quiet {
 			progress = nil
 		}
-		fmt.Fprintf(stderr, "run directory %s\n", dir)
 		rep, err = pipeline.Run(ctx, dir, cfg, progress)
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("interrupted: the run resumes from its last checkpoint when the same command is run again")

@@ -186,31 +186,9 @@ func splitList(s string) []string {
 	return out
 }
 
-// newVQBackend returns the GoMLX backend: the one GOMLX_BACKEND names when it is
-// set (any backend compiled into this binary; the go backend always is), else the
-// go backend with "ops_sequential" (hmmgraph.GoBackendConfig, the program default).
-// label is the configuration in GOMLX_BACKEND's syntax, e.g. "go:ops_sequential".
-func newVQBackend() (b compute.Backend, label string, err error) {
-	cfg, ok := os.LookupEnv(compute.ConfigEnvVar)
-	if !ok || cfg == "" {
-		b, err = hmmgraph.NewGoBackend()
-		return b, "go:" + hmmgraph.GoBackendConfig, err
-	}
-	name, _, _ := strings.Cut(cfg, ":")
-	if !slices.Contains(compute.List(), name) {
-		return nil, "", fmt.Errorf("%s=%q: backend %q is not compiled into this binary (available: %s)",
-			compute.ConfigEnvVar, cfg, name, strings.Join(compute.List(), ", "))
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("%s=%q: %v", compute.ConfigEnvVar, cfg, r)
-		}
-	}()
-	if b, err = compute.New(); err != nil {
-		return nil, "", fmt.Errorf("%s=%q: %w", compute.ConfigEnvVar, cfg, err)
-	}
-	return b, cfg, nil
-}
+// newVQBackend is hmmgraph.NewBackend: GOMLX_BACKEND when set, else the go backend
+// with ops_sequential; label names it in GOMLX_BACKEND's syntax.
+func newVQBackend() (compute.Backend, string, error) { return hmmgraph.NewBackend() }
 
 // vqManifest identifies the run a checkpoint belongs to; a resumed or reloaded run
 // must match it.

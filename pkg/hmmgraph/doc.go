@@ -47,8 +47,10 @@
 //
 // # Backend setting
 //
-// On the go backend use GoBackendConfig ("ops_sequential", i.e. GOMLX_BACKEND=go:ops_sequential;
-// NewGoBackend) for the whole program. With the default dynamic scheduling, and with
+// Programs get their backend from NewBackend: GOMLX_BACKEND when set (XLA when the binary is
+// built with cgo and a PJRT plugin is found), else the go backend with GoBackendConfig
+// ("ops_sequential", i.e. GOMLX_BACKEND=go:ops_sequential; NewGoBackend), which NewBackend
+// also adds to any go configuration. With the default dynamic scheduling, and with
 // "ops_parallel", a While whose body runs a large enough matmul or element-wise op deadlocks: the
 // loop occupies a worker of the pool and its body's ops wait for workers that the loop's own
 // executors hold (reproduced with this package's pass at B = 64, N = 201;

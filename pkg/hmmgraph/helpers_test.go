@@ -12,8 +12,12 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// testBackend is the go backend with the safe setting (GoBackendConfig), shared by the tests.
-var testBackend = sync.OnceValues(NewGoBackend)
+// testBackend is NewBackend's backend (GOMLX_BACKEND, else the go backend with
+// GoBackendConfig), shared by the tests.
+var testBackend = sync.OnceValues(func() (compute.Backend, error) {
+	b, _, err := NewBackend()
+	return b, err
+})
 
 func backend(tb testing.TB) compute.Backend {
 	tb.Helper()

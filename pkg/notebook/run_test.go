@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
@@ -184,5 +185,27 @@ func TestPixelRunHelpers(t *testing.T) {
 	// The run is finished: Run loads it.
 	if _, err := pipeline.Run(context.Background(), dir, cfg, nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestXLAWithoutPluginInANotebook: a notebook cell that trains (notebook.PipelineIn)
+// with GOMLX_BACKEND=xla:cpu and no PJRT plugin returns one error line naming the
+// variable to set, within a second.
+func TestXLAWithoutPluginInANotebook(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "xla:cpu")
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("LD_LIBRARY_PATH", "")
+	cfg, err := QuickConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = PipelineIn(filepath.Join(t.TempDir(), "run"), cfg, nil)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %v", took)
+	}
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "GOMLX_BACKEND=\"xla:cpu\"") {
+		t.Fatalf("error %v: want one line naming GOMLX_BACKEND", err)
 	}
 }

@@ -181,7 +181,8 @@
 //
 // # Backend
 //
-// Every graph runs on hmmgraph.NewGoBackend (go:ops_sequential): the soft forward pass
-// uses While loops whose bodies hold matmuls, which deadlock under the go backend's
-// default parallel executor (spec/performance.md).
+// Every graph runs on hmmgraph.NewBackend: GOMLX_BACKEND when set (the go backend
+// always gets ops_sequential: the soft forward pass uses While loops whose bodies hold
+// matmuls, which deadlock under its default parallel executor; XLA needs a PJRT plugin),
+// else go:ops_sequential. The report's backend lists every backend the run used.
 package pipeline

@@ -21,7 +21,7 @@ import (
 
 func testBackend(t testing.TB) *hmmgraphBackend {
 	t.Helper()
-	b, err := hmmgraph.NewGoBackend()
+	b, _, err := hmmgraph.NewBackend()
 	if err != nil {
 		t.Fatal(err)
 	}

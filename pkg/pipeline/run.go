@@ -109,6 +109,10 @@ type runState struct {
 	Identity string
 	Files    map[string]string
 	Warmup   string
+
+	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
+	// on, in order.
+	Backends []string
 }
 
 // Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
@@ -148,6 +152,18 @@ type Result struct {
 	Report *evaluate.Report
 	// History is the loss history of every phase.
 	History []Record
+	// Backend is the backend the run was loaded on (hmmgraph.NewBackend's label);
+	// Report.Backend the one(s) it was trained on.
+	Backend string
+}
+
+// BackendNote is a line saying that the run was trained on another backend than the
+// one it was loaded on, or "".
+func (r *Result) BackendNote() string {
+	if r.Report == nil || r.Report.Backend == "" || r.Report.Backend == r.Backend {
+		return ""
+	}
+	return fmt.Sprintf("note: the run was trained on %s and is loaded on %s", r.Report.Backend, r.Backend)
 }
 
 // data holds the training and evaluation data of a run, all derived from the seed.
@@ -200,9 +216,15 @@ func loadData(cfg Config) (*data, error) {
 //   - a finished run is loaded, not retrained.
 //
 // A directory whose config.json differs from cfg (StopAfterJoint aside) is refused.
-// Progress lines with ETA go to progress when it is not nil.
+// The graphs run on hmmgraph.NewBackend (GOMLX_BACKEND, else the go backend); the
+// report records every backend the run used. Progress lines with ETA go to progress
+// when it is not nil.
 func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*evaluate.Report, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	backend, label, err := hmmgraph.NewBackend()
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -233,6 +255,9 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 		if err != nil {
 			return nil, fmt.Errorf("%w\n(the run is marked finished but its files do not load; start a new run directory)", err)
 		}
+		if note := res.BackendNote(); note != "" && progressOut != nil {
+			fmt.Fprintln(progressOut, note)
+		}
 		return res.Report, nil
 	}
 	if st.Phase == PhaseJoint {
@@ -248,9 +273,15 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 			return nil, err
 		}
 	}
-	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut}
-	if r.backend, err = hmmgraph.NewGoBackend(); err != nil {
-		return nil, err
+	if progressOut != nil {
+		fmt.Fprintf(progressOut, "run directory %s, backend %s\n", dir, label)
+	}
+	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut, backend: backend}
+	if len(st.Backends) == 0 && (st.Phase != PhaseWarmup || st.Warmup != "") {
+		st.Backends = []string{"go:" + hmmgraph.GoBackendConfig} // the only backend before they were recorded
+	}
+	if !slices.Contains(st.Backends, label) {
+		st.Backends = append(st.Backends, label)
 	}
 	if r.d, err = loadData(cfg); err != nil {
 		return nil, err
@@ -1072,7 +1103,7 @@ func (r *runner) evaluate() error {
 		total += v
 	}
 	rep.Seconds["total"] = total
-	rep.Backend = "go:" + hmmgraph.GoBackendConfig
+	rep.Backend = strings.Join(r.st.Backends, " then ")
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
@@ -1248,11 +1279,11 @@ func loadRun(dir string, checkReport bool) (*Result, error) {
 			return nil, err
 		}
 	}
-	backend, err := hmmgraph.NewGoBackend()
+	backend, label, err := hmmgraph.NewBackend()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, Codes: st.Codes, History: st.History}
+	res := &Result{Config: cfg, Codes: st.Codes, History: st.History, Backend: label}
 	if res.VQVAE, err = vqvae.Load(backend, filepath.Join(dir, VQVAEFile)); err != nil {
 		return nil, err
 	}

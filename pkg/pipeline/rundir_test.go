@@ -368,7 +368,7 @@ func dropSeconds(b []byte) []byte {
 // not read it — the first two words, the stream, must match.
 func sameVQVAE(t *testing.T, a, b string) {
 	t.Helper()
-	be, err := hmmgraph.NewGoBackend()
+	be, _, err := hmmgraph.NewBackend()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// testBackend is the go backend in the project's chosen configuration (ops_sequential,
-// see doc.go), shared by all tests.
+// testBackend is the project's backend (hmmgraph.NewBackend: GOMLX_BACKEND, else the go
+// backend with ops_sequential), shared by all tests.
 var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
+	b, _, err := hmmgraph.NewBackend()
 	if err != nil {
 		panic(err)
 	}

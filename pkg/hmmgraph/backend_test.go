@@ -1,0 +1,61 @@
+package hmmgraph
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomlx/compute"
+)
+
+// TestNewBackend: GOMLX_BACKEND unset or go-based gives the go backend with
+// ops_sequential (added when missing, ops_parallel refused); an unknown name and XLA
+// without a plugin are one error line naming the variable, within a second, and no
+// download is attempted.
+func TestNewBackend(t *testing.T) {
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir()) // no plugin, even if one is installed
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("LD_LIBRARY_PATH", "")
+	for _, c := range []struct{ env, label, err string }{
+		{"", "go:" + GoBackendConfig, ""},
+		{"go", "go:" + GoBackendConfig, ""},
+		{"go:ops_sequential", "go:" + GoBackendConfig, ""},
+		{"go:parallelism=1", "go:parallelism=1," + GoBackendConfig, ""},
+		{"go:ops_parallel", "", "ops_parallel deadlocks"},
+		{"nosuch", "", `backend "nosuch" is not compiled into this binary`},
+		{"xla:cpu", "", "xla"},
+		{"xla:cuda", "", "xla"},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(compute.ConfigEnvVar, c.env)
+			start := time.Now()
+			b, label, err := NewBackend()
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("took %v", took)
+			}
+			if c.err == "" {
+				if err != nil || b == nil || label != c.label {
+					t.Fatalf("backend %v, label %q, error %v; want label %q", b, label, err, c.label)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error (label %q)", label)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "GOMLX_BACKEND=") || !strings.Contains(msg, c.err) {
+				t.Errorf("error %q: want one line naming GOMLX_BACKEND and %q", msg, c.err)
+			}
+			if strings.HasPrefix(c.env, "xla") {
+				want := "no PJRT plugin found: set PJRT_PLUGIN_LIBRARY_PATH"
+				if !slices.Contains(compute.List(), "xla") {
+					want = "not compiled into this binary"
+				}
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q: want %q", msg, want)
+				}
+			}
+		})
+	}
+}
