@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
-	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 )
 
 // testBackend is the project's backend (hmmgraph.NewBackend: GOMLX_BACKEND, else the go
