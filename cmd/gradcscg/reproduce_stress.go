@@ -120,8 +120,9 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 func stressKey(c stressConfig, env string) string { return c.Arch + "/" + c.Dataset + "/" + env }
 
 // stressOne loads or trains one run. A run that ends in an error (anything but an
-// interrupt) is a result: its error is written to <dir>/<name>.failed. It returns nil
-// when collect is set and the run has neither report nor failure.
+// interrupt) is a result: its error is written to <dir>/<name>.failed. With collect
+// nothing is trained: a finished run directory's report is taken, and it returns nil
+// for a run with neither report, failure nor finished directory.
 func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir string, collect, force, quiet bool) (*stressRun, error) {
 	jsonPath, failPath := filepath.Join(dir, name+".json"), filepath.Join(dir, name+".failed")
 	if !force {
@@ -136,8 +137,15 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 			return &stressRun{name: name, err: strings.TrimSpace(string(b))}, nil
 		}
 	}
-	if collect {
-		return nil, nil
+	if collect { // a finished run directory counts; nothing is trained
+		res, err := pipeline.LoadRun(runDir)
+		if err != nil {
+			return nil, nil
+		}
+		if err := res.Report.WriteJSON(jsonPath); err != nil {
+			return nil, err
+		}
+		return &stressRun{name: name, rep: res.Report}, nil
 	}
 	var progress io.Writer = stderr
 	if quiet {
