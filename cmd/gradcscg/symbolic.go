@@ -209,8 +209,9 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 			env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), o.episodes, o.steps, o.trainer)
 	}
 	tTrain := time.Now()
+	var hist *chmm.History
 	if o.loadPath == "" {
-		if err := trainSymbolic(m, train, o, def); err != nil {
+		if hist, err = trainSymbolic(m, train, o, def); err != nil {
 			return nil, err
 		}
 	}
@@ -242,11 +243,16 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 		"eval":  time.Since(tEval).Seconds(),
 		"total": time.Since(t0).Seconds(),
 	}
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
 	if o.trainer == "em" {
-		if rep.Extra == nil {
-			rep.Extra = map[string]any{}
-		}
 		rep.Extra["em_restarts"] = max(1, o.restarts)
+	}
+	if hist != nil { // the kept run's: how long it trained and why it stopped
+		rep.Extra["train_iterations"] = len(hist.LogLik)
+		rep.Extra["train_stop"] = hist.Stop
+		rep.Extra["train_split_rounds"] = len(hist.Splits)
 	}
 	if o.savePath != "" {
 		m.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
@@ -257,7 +263,9 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 	return rep, nil
 }
 
-func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) error {
+// trainSymbolic trains m in place and returns the training history (for EM, of the
+// restart kept).
+func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*chmm.History, error) {
 	var bar *progress.Bar
 	workers := runtime.GOMAXPROCS(0)
 	switch o.trainer {
@@ -280,6 +288,7 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 		// Restarts: EM from o.restarts initialisations, keeping the model with the
 		// highest training likelihood (training data only).
 		best, bestLL := (*chmm.Model)(nil), math.Inf(-1)
+		var bestHist *chmm.History
 		for r := range max(1, o.restarts) {
 			mr := m.Clone()
 			if r > 0 {
@@ -290,20 +299,21 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 				bar = progress.New(stderr, fmt.Sprintf("EM start %d/%d", r+1, max(1, o.restarts)), cfg.MaxIters)
 				cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
 			}
-			if _, err := chmm.TrainEM(mr, train, cfg); err != nil {
-				return err
+			h, err := chmm.TrainEM(mr, train, cfg)
+			if err != nil {
+				return nil, err
 			}
-			bar.Done("")
+			bar.Finish(len(h.LogLik), "%s", h.Stop)
 			ll, err := chmm.LogLikelihood(mr, train)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if ll > bestLL {
-				best, bestLL = mr, ll
+				best, bestLL, bestHist = mr, ll, h
 			}
 		}
 		*m = *best
-		return nil
+		return bestHist, nil
 	default:
 		cfg := chmm.DefaultGradConfig()
 		cfg.Workers = workers
@@ -319,9 +329,12 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 			bar = progress.New(stderr, "gradient", cfg.Iters)
 			cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
 		}
-		_, err := chmm.TrainGradient(m, train, cfg)
-		bar.Done("")
-		return err
+		h, err := chmm.TrainGradient(m, train, cfg)
+		if err != nil {
+			return nil, err
+		}
+		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+		return h, nil
 	}
 }
 

@@ -311,8 +311,11 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out
 			gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
 		}
 		h, err := chmm.TrainGradient(m, train, gc)
-		bar.Done("")
-		return m, h, err
+		if err != nil {
+			return nil, nil, err
+		}
+		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+		return m, h, nil
 	}
 	ec := chmm.DefaultEMConfig()
 	ec.Workers, ec.Seed, ec.Pseudocount, ec.ViterbiIters = workers, cfg.Seed, cfg.Pseudocount, cfg.ViterbiIters
@@ -334,10 +337,10 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out
 			ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
 		}
 		h, err := chmm.TrainEM(mr, train, ec)
-		bar.Done("")
 		if err != nil {
 			return nil, nil, err
 		}
+		bar.Finish(len(h.LogLik), "%s", h.Stop)
 		ll, err := chmm.LogLikelihood(mr, train)
 		if err != nil {
 			return nil, nil, err

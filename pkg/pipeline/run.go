@@ -1050,7 +1050,9 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 	if err != nil {
 		return err
 	}
-	bar.Done("%s", h.Stop)
+	bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+	r.st.Extra[label+"_iterations"] = float64(len(h.LogLik))
+	r.st.Extra[label+"_split_rounds"] = float64(len(h.Splits))
 	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
 		if rec.Phase == PhaseFinal {

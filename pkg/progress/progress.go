@@ -23,7 +23,8 @@ type Bar struct {
 	tty      bool
 	done     bool
 	lastLine int
-	printed  int // last step printed
+	printed  int  // last step printed
+	ended    bool // Finish: the task is over at whatever step (no ETA)
 	now      func() time.Time
 }
 
@@ -69,6 +70,25 @@ func (b *Bar) Update(step int, format string, args ...any) {
 	b.print(step, now, fmt.Sprintf(format, args...))
 }
 
+// Finish prints the final line (once) for a task that ended after step of its total
+// steps — early, when step < total (say why in format) — with the time it took.
+func (b *Bar) Finish(step int, format string, args ...any) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	b.ended = true
+	b.print(min(max(step, 0), b.total), b.now(), fmt.Sprintf(format, args...))
+	if b.tty {
+		fmt.Fprintln(b.w)
+	}
+}
+
 // Line formats the progress line for step at time now.
 func (b *Bar) line(step int, now time.Time, msg string) string {
 	el := now.Sub(b.start)
@@ -84,7 +104,7 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 	if step > 0 && el > 0 {
 		rate := float64(step) / el.Seconds()
 		fmt.Fprintf(&sb, " | %s/s", formatRate(rate))
-		if step < b.total {
+		if step < b.total && !b.ended {
 			eta := time.Duration(float64(b.total-step) / rate * float64(time.Second))
 			fmt.Fprintf(&sb, " ETA %s", formatDuration(eta))
 		} else {

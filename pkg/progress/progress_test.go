@@ -55,3 +55,23 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishEarly: a task that stops before its total says where it stopped, why and
+// how long it took — not 100% and no ETA.
+func TestFinishEarly(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "gradient", 2000)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	clock = clock.Add(2 * time.Second)
+	b.Update(400, "ll/step -0.02")
+	clock = clock.Add(2 * time.Second)
+	b.Finish(640, "stopped: patience")
+	b.Done("") // no second final line
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "gradient 640/2000 ( 32%) stopped: patience | 160/s in 4.0s"; len(lines) != 2 || lines[1] != want {
+		t.Fatalf("lines %q, want the last to be %q", lines, want)
+	}
+	var nb *Bar
+	nb.Finish(1, "x")
+}
