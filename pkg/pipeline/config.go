@@ -330,16 +330,20 @@ func parseConfig(raw []byte, path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: env: %w", path, err)
 	}
-	c := ConfigFor(e)
+	return decodeOnto(ConfigFor(e), raw, path)
+}
+
+// decodeOnto decodes raw over base (unknown fields are errors) and validates the result.
+func decodeOnto(base Config, raw []byte, path string) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&base); err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
 	}
-	if err := c.Validate(); err != nil {
+	if err := base.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return c, nil
+	return base, nil
 }
 
 // runConfigAbsent holds the fields that a run directory's config.json may lack, with
@@ -380,16 +384,7 @@ func parseRunConfig(raw []byte, path string) (Config, error) {
 	if len(missing) > 0 {
 		return Config{}, fmt.Errorf("pipeline: %s lacks field(s) %s: not a run's configuration, or damaged", path, strings.Join(missing, ", "))
 	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return decodeOnto(Config{}, raw, path)
 }
 
 // jsonErr adds the line number to a JSON syntax or type error.

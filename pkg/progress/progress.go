@@ -83,7 +83,12 @@ func (b *Bar) Finish(step int, format string, args ...any) {
 	}
 	b.done = true
 	b.ended = true
-	b.print(min(max(step, 0), b.total), b.now(), fmt.Sprintf(format, args...))
+	b.final(min(max(step, 0), b.total), fmt.Sprintf(format, args...))
+}
+
+// final prints the last line and ends a terminal's redrawn line.
+func (b *Bar) final(step int, msg string) {
+	b.print(step, b.now(), msg)
 	if b.tty {
 		fmt.Fprintln(b.w)
 	}
@@ -147,10 +152,7 @@ func (b *Bar) Done(format string, args ...any) {
 		}
 		return
 	}
-	b.print(b.total, b.now(), fmt.Sprintf(format, args...))
-	if b.tty {
-		fmt.Fprintln(b.w)
-	}
+	b.final(b.total, fmt.Sprintf(format, args...))
 }
 
 func formatRate(r float64) string {

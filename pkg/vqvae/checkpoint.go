@@ -85,13 +85,19 @@ func (m *Model) Save(path string) error {
 	if err := gob.NewEncoder(&payload).Encode(&p); err != nil {
 		return fmt.Errorf("vqvae.Save %s: encode: %w", path, err)
 	}
-	sum := sha256.Sum256(payload.Bytes())
+	return writeAtomic(path, checkpointHeader(payload.Bytes()), payload.Bytes())
+}
+
+// checkpointHeader is the framing before a checkpoint's payload: magic, version,
+// payload length and the payload's SHA-256.
+func checkpointHeader(payload []byte) []byte {
+	sum := sha256.Sum256(payload)
 	var head bytes.Buffer
 	head.WriteString(checkpointMagic)
 	_ = binary.Write(&head, binary.LittleEndian, uint32(checkpointVersion))
-	_ = binary.Write(&head, binary.LittleEndian, uint64(payload.Len()))
+	_ = binary.Write(&head, binary.LittleEndian, uint64(len(payload)))
 	head.Write(sum[:])
-	return writeAtomic(path, head.Bytes(), payload.Bytes())
+	return head.Bytes()
 }
 
 // writeAtomic writes the parts to a temporary file next to path and renames it.

@@ -2,7 +2,6 @@ package vqvae
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
 	"math"
@@ -217,14 +216,7 @@ func forge(t *testing.T, raw []byte, change func(*savedVar) bool) []byte {
 	if err := gob.NewEncoder(&payload).Encode(p); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(payload.Bytes())
-	var out bytes.Buffer
-	out.WriteString(checkpointMagic)
-	_ = binary.Write(&out, binary.LittleEndian, uint32(checkpointVersion))
-	_ = binary.Write(&out, binary.LittleEndian, uint64(payload.Len()))
-	out.Write(sum[:])
-	out.Write(payload.Bytes())
-	return out.Bytes()
+	return append(checkpointHeader(payload.Bytes()), payload.Bytes()...)
 }
 
 // TestBadInputs: wrong sizes and labels give errors, not panics.
