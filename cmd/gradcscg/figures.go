@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
-	"github.com/gradcscg/gradcscg/pkg/dataset"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -315,9 +314,8 @@ func symbolicReadout(name string, o figuresOptions) (*figures.Readout, error) {
 	return figures.NewReadout(env, m, held.Places, states, figures.ReadoutOptions{TokenClass: classes})
 }
 
-// runReadout decodes the held-out episode of a finished pipeline run the way
-// pipeline.Evaluate does (the same walk, the same test-split images, the run's
-// read-out Config.Decode), and returns its Readout, with the decoder's image of
+// runReadout decodes the held-out episode of a finished pipeline run
+// (pipeline.NewHeldOut) with the read-out that scored its report, and returns its Readout, with the decoder's image of
 // every token, and the Figure 4 reconstructions of two test images per class.
 func runReadout(res *pipeline.Result) (*figures.Readout, *figures.Figure, error) {
 	cfg := res.Config
@@ -325,30 +323,14 @@ func runReadout(res *pipeline.Result) (*figures.Readout, *figures.Figure, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	set, err := dataset.Load(cfg.Dataset, dataset.Test)
+	held, err := pipeline.NewHeldOut(cfg, env) // the episode report.json scores
 	if err != nil {
 		return nil, nil, err
 	}
-	bank, err := dataset.NewBank(set)
+	ep, bank, frames := held.Episode, held.Bank, held.Images
+	_, _, states, err := held.Decode(res.VQVAE, res.HMM, res.ReadOut())
 	if err != nil {
 		return nil, nil, err
-	}
-	// pipeline.Evaluate's seeds: this is the episode report.json scores.
-	ep := env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
-	idx := bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), ep.Obs)
-	frames := bank.Floats(idx, nil)
-	tokens, logRho, err := res.VQVAE.Encode(frames)
-	if err != nil {
-		return nil, nil, err
-	}
-	var states []int
-	if cfg.Decode == pipeline.DecodeHard {
-		states, _, err = chmm.Viterbi(res.HMM, chmm.Sequence{Obs: tokens, Actions: ep.Actions})
-	} else {
-		states, _, err = pipeline.SoftViterbi(res.HMM, logRho, ep.Actions)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("decoding the held-out episode: %w", err)
 	}
 	r, err := figures.NewReadout(env, res.HMM, ep.Places, states, figures.ReadoutOptions{})
 	if err != nil {
@@ -357,9 +339,9 @@ func runReadout(res *pipeline.Result) (*figures.Readout, *figures.Figure, error)
 	if res.Report != nil && res.Report.StatePlace != nil && !slices.Equal(res.Report.StatePlace, r.StatePlace) {
 		fmt.Fprintf(stderr, "note: %s seed %d: the figure's state→place assignment differs from report.json's (the evaluation changed since the run)\n", cfg.Env, cfg.Seed)
 	}
-	side := bank.Rows()
+	side := held.Side
 	// Token images from (at most) the first 4000 frames of the episode.
-	n := min(len(idx), 4000)
+	n := min(len(held.Frames), 4000)
 	r.TokenImages, _, err = figures.TokenImages(res.VQVAE, frames[:n*side*side], side)
 	if err != nil {
 		return nil, nil, err

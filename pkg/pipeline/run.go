@@ -1146,27 +1146,18 @@ func (r *runner) evaluate() error {
 // The episode and its images are drawn from seeds derived from cfg.Seed, disjoint from
 // the training ones.
 func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) (*evaluate.Report, error) {
-	set, err := dataset.Load(cfg.Dataset, dataset.Test)
+	held, err := NewHeldOut(cfg, env)
 	if err != nil {
 		return nil, err
 	}
-	bank, err := dataset.NewBank(set)
+	ep := held.Episode
+	tokens, logRho, hard, err := held.Decode(vq, hmm, DecodeHard)
 	if err != nil {
 		return nil, err
 	}
-	ep := env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
-	idx := bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), ep.Obs)
-	tokens, logRho, err := vq.Encode(bank.Floats(idx, nil))
+	soft, err := held.Viterbi(hmm, tokens, logRho, DecodeSoft)
 	if err != nil {
 		return nil, err
-	}
-	hard, _, err := chmm.Viterbi(hmm, chmm.Sequence{Obs: tokens, Actions: ep.Actions})
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: Viterbi on the held-out episode: %w", err)
-	}
-	soft, _, err := SoftViterbi(hmm, logRho, ep.Actions)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: soft Viterbi on the held-out episode: %w", err)
 	}
 	score := func(states []int) (*evaluate.Report, error) {
 		return evaluate.Evaluate(evaluate.Input{Env: env, Places: ep.Places, States: states, Tokens: tokens,

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// HeldOut is a run's held-out evaluation episode (Sec. 3.9): a fresh walk of
+// Config.EvalSteps steps, each showing a fresh test-split image, both drawn from the
+// run's seed. Evaluate scores it; the figures and the notebooks re-create it with
+// NewHeldOut, so every read-out of a run is of the same episode.
+type HeldOut struct {
+	Env     *gridworld.Env
+	Episode gridworld.Episode // true places g_t, classes, actions
+	Bank    *dataset.Bank     // the test split
+	Frames  []int             // Bank index of the image shown at each step
+	Images  []float32         // [T·Side·Side], values in [0, 1]
+	Side    int               // images are Side×Side
+}
+
+// NewHeldOut draws the held-out episode of cfg in env.
+func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
+	set, err := dataset.Load(cfg.Dataset, dataset.Test)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	if err := bank.Check(env.ClassesUsed()); err != nil {
+		return nil, err
+	}
+	h := &HeldOut{Env: env, Bank: bank, Side: bank.Rows()}
+	h.Episode = env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
+	h.Frames = bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), h.Episode.Obs)
+	h.Images = bank.Floats(h.Frames, nil)
+	return h, nil
+}
+
+// Decode encodes the episode's images with vq (hard tokens and soft posteriors log ρ)
+// and returns the Viterbi path of hmm with the read-out decode: DecodeSoft (emissions
+// log ρ, SoftViterbi) or DecodeHard (the tokens, chmm.Viterbi).
+func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (tokens []int, logRho [][]float32, states []int, err error) {
+	if tokens, logRho, err = vq.Encode(h.Images); err != nil {
+		return nil, nil, nil, err
+	}
+	states, err = h.Viterbi(hmm, tokens, logRho, decode)
+	return tokens, logRho, states, err
+}
+
+// Viterbi is Decode's read-out for tokens and logRho already encoded.
+func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, decode string) ([]int, error) {
+	var states []int
+	var err error
+	switch decode {
+	case DecodeHard:
+		states, _, err = chmm.Viterbi(hmm, chmm.Sequence{Obs: tokens, Actions: h.Episode.Actions})
+	case DecodeSoft:
+		states, _, err = SoftViterbi(hmm, logRho, h.Episode.Actions)
+	default:
+		return nil, fmt.Errorf("pipeline: read-out %q (want %q or %q)", decode, DecodeSoft, DecodeHard)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %s Viterbi on the held-out episode: %w", decode, err)
+	}
+	return states, nil
+}
+
+// ReadOut returns the read-out (DecodeSoft or DecodeHard) that scored the run's report:
+// its extra["decode"], else the one whose alternative the extras hold (reports written
+// before extra["decode"] existed), else the config's.
+func (r *Result) ReadOut() string {
+	if r.Report != nil {
+		if d, ok := r.Report.Extra["decode"].(string); ok {
+			return d
+		}
+		if _, ok := r.Report.Extra["soft_decoding"]; ok {
+			return DecodeHard
+		}
+		if _, ok := r.Report.Extra["hard_decoding"]; ok {
+			return DecodeSoft
+		}
+	}
+	return r.Config.Decode
+}
