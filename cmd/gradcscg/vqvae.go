@@ -312,16 +312,6 @@ func entropy[K comparable](counts map[K]int, n int) float64 {
 	return h
 }
 
-// condEntropy returns H(a | b) = H(a, b) − H(b) in nats over paired samples.
-func condEntropy(a, b []int) float64 {
-	joint, marg := map[[2]int]int{}, map[int]int{}
-	for i := range a {
-		joint[[2]int{a[i], b[i]}]++
-		marg[b[i]]++
-	}
-	return max(entropy(joint, len(a))-entropy(marg, len(a)), 0)
-}
-
 // scoreTokens compares hard tokens with the true classes of the same frames.
 // names[c] names class c (nil or short: the number).
 func scoreTokens(tokens, classes []int, names []string) tokenQuality {
@@ -368,8 +358,8 @@ func scoreTokens(tokens, classes []int, names []string) tokenQuality {
 		q.Classes = append(q.Classes, classStat{Class: c, Name: name, Frames: clsN[c], MajorityToken: best,
 			Share: float64(joint[[2]int{best, c}]) / float64(clsN[c]), Purity: float64(right) / float64(clsN[c])})
 	}
-	q.HTokenGivenClass = condEntropy(tokens, classes)
-	q.HClassGivenToken = condEntropy(classes, tokens)
+	q.HTokenGivenClass = evaluate.CondEntropy(tokens, classes)
+	q.HClassGivenToken = evaluate.CondEntropy(classes, tokens)
 	q.Perplexity = math.Exp(entropy(tokN, n))
 	q.Active = len(toks)
 	return q
@@ -551,7 +541,7 @@ func vqRun(o vqOptions) (*vqReport, error) {
 		Episodes: o.episodes, EpisodeLen: o.episodeLen,
 		TrainFrames: d.train.Len(), DistinctImages: d.distinct, EvalFrames: len(tokens),
 		Purity: q.Purity, HTokenGivenClass: q.HTokenGivenClass, HClassGivenToken: q.HClassGivenToken,
-		HTokenGivenPlace: condEntropy(tokens, d.places), Perplexity: q.Perplexity, ActiveCodes: q.Active,
+		HTokenGivenPlace: evaluate.CondEntropy(tokens, d.places), Perplexity: q.Perplexity, ActiveCodes: q.Active,
 		TestMSE: mse(recon, d.testImages), TrainRec: rec,
 		Classes: q.Classes, Tokens: q.Tokens, Curve: curve,
 		Files: map[string]string{

@@ -227,16 +227,13 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 			if n == 0 {
 				continue
 			}
-			p := float64(n) / Tf
-			r.HTokenGivenPlace -= p * math.Log(float64(n)/float64(ng[g]))
-			r.HPlaceGivenToken -= p * math.Log(float64(n)/float64(nk[k]))
 			if float64(n) >= opt.MinTokenShare*float64(ng[g]) {
 				tokPerPlace[g]++
 				placePerTok[k]++
 			}
 		}
 	}
-	r.HTokenGivenPlace, r.HPlaceGivenToken = clampZero(r.HTokenGivenPlace), clampZero(r.HPlaceGivenToken)
+	r.HTokenGivenPlace, r.HPlaceGivenToken = CondEntropy(in.Tokens, in.Places), CondEntropy(in.Places, in.Tokens)
 	r.TokensPerPlaceMean, r.TokensPerPlaceMax = meanMax(tokPerPlace, isVis)
 	r.PlacesPerTokenMean, r.PlacesPerTokenMax = meanMax(placePerTok, nil)
 	h := 0.0

@@ -1338,36 +1338,9 @@ func (r *runner) diagnose(phase string, tokens []int) {
 	for i, g := range r.d.allPlaces {
 		classes[i] = r.d.env.Class[g]
 	}
-	r.st.Extra["train_h_token_given_place_"+phase] = condEntropy(tokens, r.d.allPlaces)
-	r.st.Extra["train_h_token_given_class_"+phase] = condEntropy(tokens, classes)
-	r.st.Extra["train_h_class_given_token_"+phase] = condEntropy(classes, tokens)
-}
-
-// condEntropy is H(token | place) in nats from paired sequences.
-func condEntropy(tokens, places []int) float64 {
-	joint := map[[2]int]float64{}
-	marg := map[int]float64{}
-	for i := range tokens {
-		joint[[2]int{places[i], tokens[i]}]++
-		marg[places[i]]++
-	}
-	n := float64(len(tokens))
-	h := 0.0
-	keys := make([][2]int, 0, len(joint))
-	for k := range joint {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int) int {
-		if a[0] != b[0] {
-			return a[0] - b[0]
-		}
-		return a[1] - b[1]
-	})
-	for _, k := range keys {
-		c := joint[k]
-		h -= c / n * math.Log(c/marg[k[0]])
-	}
-	return h
+	r.st.Extra["train_h_token_given_place_"+phase] = evaluate.CondEntropy(tokens, r.d.allPlaces)
+	r.st.Extra["train_h_token_given_class_"+phase] = evaluate.CondEntropy(tokens, classes)
+	r.st.Extra["train_h_class_given_token_"+phase] = evaluate.CondEntropy(classes, tokens)
 }
 
 // writeAtomic writes data to a temporary file next to path and renames it.

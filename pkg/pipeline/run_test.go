@@ -137,14 +137,6 @@ func TestCloneBudget(t *testing.T) {
 	}
 }
 
-func TestCondEntropy(t *testing.T) {
-	// place 0: tokens a,a,b,b → H = log 2 with weight 1/2; place 1: always c → 0.
-	h := condEntropy([]int{0, 0, 1, 1, 2, 2, 2, 2}, []int{0, 0, 0, 0, 1, 1, 1, 1})
-	if want := 0.5 * 0.6931471805599453; h < want-1e-12 || h > want+1e-12 {
-		t.Errorf("H = %v, want %v", h, want)
-	}
-}
-
 // TestMonitorRollsBackPerceptionOnly drives the collapse monitor with a perplexity
 // trace: after the smoothed perplexity falls below CollapseFrac × best, the perception
 // (/vqvae, with its Adam state) is back at the best snapshot, the HMM logits are those
