@@ -64,30 +64,26 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		Env:       env.Name,
 	}
 
-	// n(s,g) and χ(s) (paper 3.9, "State-to-place assignment").
-	nsg := make([]int, N*P) // [N, P]
-	for t, s := range in.States {
-		nsg[s*P+in.Places[t]]++
+	// χ(s) (paper 3.9, "State-to-place assignment") and n(s, χ(s)).
+	chi, visits, err := Assign(in.Places, in.States, N) // χ = -1 for unvisited states
+	if err != nil {
+		return nil, err
 	}
-	chi := make([]int, N) // -1 for unvisited states
-	var visited []int     // V, increasing
+	hits := make([]int, N)
+	for t, s := range in.States {
+		if in.Places[t] == chi[s] {
+			hits[s]++
+		}
+	}
+	var visited []int // V, increasing
 	sumMax, purity := 0, 0.0
 	for s := range N {
-		row := nsg[s*P : (s+1)*P]
-		best, tot := 0, 0
-		chi[s] = -1
-		for g, n := range row {
-			tot += n
-			if n > best { // strict: ties keep the lowest place id
-				best, chi[s] = n, g
-			}
-		}
-		if tot == 0 {
+		if visits[s] == 0 {
 			continue
 		}
 		visited = append(visited, s)
-		sumMax += best
-		purity += float64(best) / float64(tot)
+		sumMax += hits[s]
+		purity += float64(hits[s]) / float64(visits[s])
 	}
 	r.StatePlace = chi
 	r.VisitedStates = len(visited)

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
@@ -80,7 +81,7 @@ func NewReadout(env *gridworld.Env, m *chmm.Model, places, states []int, opt Rea
 		}
 	}
 	n := m.N()
-	chi, visits, err := Assign(places, states, n)
+	chi, visits, err := evaluate.Assign(places, states, n)
 	if err != nil {
 		return nil, err
 	}
