@@ -7,7 +7,6 @@ import (
 	"testing"
 )
 
-
 func TestPathGraph(t *testing.T) {
 	// Transitions: 0→1, 1→0, 0→1, 1→2, 2→2 (self, not counted), 2→3.
 	states := []int{0, 1, 0, 1, 2, 2, 3}
