@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/graph/layout"
+	"gonum.org/v1/gonum/graph/path"
 	"gonum.org/v1/gonum/graph/simple"
 )
 
@@ -329,34 +330,25 @@ func stressMajorize(pts [][2]float64, edges [][2]int, sweeps int) {
 	}
 }
 
-// shortestPaths returns the hop distances between all node pairs (breadth-first
-// search from every node; +Inf between components). Shape [m][m].
+// shortestPaths returns the hop distances between all node pairs (gonum's all-pairs
+// Dijkstra on the undirected graph, unit weights; +Inf between components). Shape [m][m].
 func shortestPaths(m int, edges [][2]int) [][]float64 {
-	adj := make([][]int, m)
-	for _, e := range edges {
-		adj[e[0]] = append(adj[e[0]], e[1])
-		adj[e[1]] = append(adj[e[1]], e[0])
+	g := simple.NewUndirectedGraph()
+	for i := range m {
+		g.AddNode(simple.Node(i))
 	}
+	for _, e := range edges {
+		if e[0] != e[1] {
+			g.SetEdge(g.NewEdge(simple.Node(e[0]), simple.Node(e[1])))
+		}
+	}
+	all := path.DijkstraAllPaths(g)
 	d := make([][]float64, m)
-	queue := make([]int, 0, m)
-	for s := range m {
-		row := make([]float64, m)
-		for j := range row {
-			row[j] = math.Inf(1)
+	for i := range m {
+		d[i] = make([]float64, m)
+		for j := range m {
+			d[i][j] = all.Weight(int64(i), int64(j))
 		}
-		row[s] = 0
-		queue = append(queue[:0], s)
-		for len(queue) > 0 {
-			u := queue[0]
-			queue = queue[1:]
-			for _, v := range adj[u] {
-				if math.IsInf(row[v], 1) {
-					row[v] = row[u] + 1
-					queue = append(queue, v)
-				}
-			}
-		}
-		d[s] = row
 	}
 	return d
 }

@@ -221,3 +221,14 @@ func TestProcrustes(t *testing.T) {
 		t.Errorf("single point: %+v maps to %v", f, p)
 	}
 }
+
+// TestShortestPaths: hop distances on a path 0–1–2 with a duplicate edge and a
+// self-loop, and an isolated node 3 (hand values).
+func TestShortestPaths(t *testing.T) {
+	d := shortestPaths(4, [][2]int{{0, 1}, {1, 2}, {2, 1}, {2, 2}})
+	inf := math.Inf(1)
+	want := [][]float64{{0, 1, 2, inf}, {1, 0, 1, inf}, {2, 1, 0, inf}, {inf, inf, inf, 0}}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("shortestPaths = %v, want %v", d, want)
+	}
+}
