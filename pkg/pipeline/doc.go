@@ -171,7 +171,7 @@
 // train-split image per visit; the held-out episode (Config.EvalSteps steps) is a fresh
 // walk with test-split images. Evaluate encodes it with the frozen encoder and decodes it
 // with Viterbi — by default (Config.Decode = DecodeSoft) with the soft emissions log ρ
-// (SoftViterbi), which lets the map's context outvote an uncertain token; with
+// (chmm.ViterbiE), which lets the map's context outvote an uncertain token; with
 // DecodeHard on the hard tokens (chmm.Viterbi), as the paper — and scores the path with
 // evaluate.Evaluate; the other read-out's headline metrics go to the report's extras.
 // Reevaluate re-scores a finished run in place. The report's extras also hold

@@ -45,7 +45,7 @@ func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
 
 // Decode encodes the episode's images with vq (hard tokens and soft posteriors log ρ)
 // and returns the Viterbi path of hmm with the read-out decode: DecodeSoft (emissions
-// log ρ, SoftViterbi) or DecodeHard (the tokens, chmm.Viterbi).
+// log ρ, chmm.ViterbiE) or DecodeHard (the tokens, chmm.Viterbi).
 func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (tokens []int, logRho [][]float32, states []int, err error) {
 	if tokens, logRho, err = vq.Encode(h.Images); err != nil {
 		return nil, nil, nil, err
@@ -62,7 +62,7 @@ func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, dec
 	case DecodeHard:
 		states, _, err = chmm.Viterbi(hmm, chmm.Sequence{Obs: tokens, Actions: h.Episode.Actions})
 	case DecodeSoft:
-		states, _, err = SoftViterbi(hmm, logRho, h.Episode.Actions)
+		states, _, err = chmm.ViterbiE(hmm, logRho, h.Episode.Actions)
 	default:
 		return nil, fmt.Errorf("pipeline: read-out %q (want %q or %q)", decode, DecodeSoft, DecodeHard)
 	}

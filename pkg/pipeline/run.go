@@ -1140,7 +1140,7 @@ func (r *runner) evaluate() error {
 // Evaluate scores vq + hmm on a held-out episode of cfg.EvalSteps steps of env whose
 // images come from the TEST split (paper Sec. 3.9, spec/evaluation.md): the frozen
 // encoder gives hard tokens and log ρ, Viterbi decodes the episode — with the soft
-// emissions log ρ (SoftViterbi) when cfg.Decode is DecodeSoft, with the hard tokens
+// emissions log ρ (chmm.ViterbiE) when cfg.Decode is DecodeSoft, with the hard tokens
 // (chmm.Viterbi) when DecodeHard — and evaluate.Evaluate scores the path. The other
 // read-out's headline metrics go to extra["hard_decoding"] or extra["soft_decoding"].
 // The episode and its images are drawn from seeds derived from cfg.Seed, disjoint from

@@ -1,23 +1,21 @@
-package pipeline
+package chmm
 
 import (
 	"fmt"
 	"math"
-
-	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
 
-// SoftViterbi is the Viterbi recursion of paper Sec. 3.7 with the soft emissions of
-// Sec. 3.5 in place of log B:
+// ViterbiE is Viterbi with soft emissions (the original CSCG's decodeE beside decode):
+// the recursion of paper Sec. 3.7 with the emissions log ρ of Sec. 3.5 in place of log B,
 //
 //	δ_1(j)     = log π̄_j + log ρ_1(ω(j))
 //	δ_{t+1}(j) = max_i [δ_t(i) + log T_{a_t,i,j}] + log ρ_{t+1}(ω(j))
 //
 // (the sink emits nothing: log ρ(⊥) = −Inf). logRho is [T][K] (K = m.K()), actions
-// [T−1]. With one-hot ρ it is chmm.Viterbi. Ties go to the lowest state index. It
-// returns the path and its log score. An extra read-out: the paper and the default
-// evaluation decode hard tokens.
-func SoftViterbi(m *chmm.Model, logRho [][]float32, actions []int) ([]int, float64, error) {
+// [T−1]. With one-hot ρ it is Viterbi. Ties go to the lowest state index. It returns
+// the path and its log score. The pipeline's default held-out read-out (the paper
+// decodes hard tokens, Viterbi).
+func ViterbiE(m *Model, logRho [][]float32, actions []int) ([]int, float64, error) {
 	if err := m.Validate(); err != nil {
 		return nil, 0, err
 	}
@@ -26,7 +24,7 @@ func SoftViterbi(m *chmm.Model, logRho [][]float32, actions []int) ([]int, float
 		return nil, 0, nil
 	}
 	if len(actions) != T-1 {
-		return nil, 0, fmt.Errorf("pipeline: SoftViterbi: %d actions for %d steps (want %d)", len(actions), T, T-1)
+		return nil, 0, fmt.Errorf("chmm: ViterbiE: %d actions for %d steps (want %d)", len(actions), T, T-1)
 	}
 	omega := m.StateTokens()
 	logTr := m.Transitions()
@@ -35,7 +33,7 @@ func SoftViterbi(m *chmm.Model, logRho [][]float32, actions []int) ([]int, float
 	}
 	emit := func(t int, dst []float64) error {
 		if len(logRho[t]) != k {
-			return fmt.Errorf("pipeline: SoftViterbi: step %d: %d log-posteriors, want K=%d", t, len(logRho[t]), k)
+			return fmt.Errorf("chmm: ViterbiE: step %d: %d log-posteriors, want K=%d", t, len(logRho[t]), k)
 		}
 		for j, w := range omega {
 			if w < 0 {
@@ -57,7 +55,7 @@ func SoftViterbi(m *chmm.Model, logRho [][]float32, actions []int) ([]int, float
 	for t := 1; t < T; t++ {
 		a := actions[t-1]
 		if a < 0 || a >= m.NumActions {
-			return nil, 0, fmt.Errorf("pipeline: SoftViterbi: action %d at step %d outside [0,%d)", a, t-1, m.NumActions)
+			return nil, 0, fmt.Errorf("chmm: ViterbiE: action %d at step %d outside [0,%d)", a, t-1, m.NumActions)
 		}
 		if err := emit(t, e); err != nil {
 			return nil, 0, err
@@ -89,7 +87,7 @@ func SoftViterbi(m *chmm.Model, logRho [][]float32, actions []int) ([]int, float
 		}
 	}
 	if math.IsInf(delta[best], -1) {
-		return nil, math.Inf(-1), fmt.Errorf("pipeline: SoftViterbi: no path of positive probability")
+		return nil, math.Inf(-1), fmt.Errorf("chmm: ViterbiE: no path of positive probability")
 	}
 	path := make([]int, T)
 	path[T-1] = best
