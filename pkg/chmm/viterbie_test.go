@@ -45,4 +45,3 @@ func TestViterbiEOneHotIsHard(t *testing.T) {
 		t.Error("wrong action count accepted")
 	}
 }
-
