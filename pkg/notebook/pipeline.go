@@ -79,7 +79,7 @@ func Pipeline(name string, cfg pipeline.Config) (*pipeline.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return PipelineIn(dir, cfg, os.Stderr)
+	return PipelineIn(dir, cfg, Progress())
 }
 
 // PipelineIn is Pipeline for a run directory dir, with progress to progressOut (nil:
@@ -98,7 +98,7 @@ func SymbolicNamed(name string, cfg SymbolicConfig) (*SymbolicRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Symbolic(dir, cfg, os.Stderr)
+	return Symbolic(dir, cfg, Progress())
 }
 
 // FinishedRun returns the directory runs/<name> at the repository root (not
@@ -144,7 +144,7 @@ func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
 		if dir == "" {
 			return nil, "", fmt.Errorf("notebook: no repository root above the working directory for runs/%s", name)
 		}
-		res, err := PipelineIn(dir, cfg, os.Stderr)
+		res, err := PipelineIn(dir, cfg, Progress())
 		return res, fmt.Sprintf("trained the full-size run runs/%s", name), err
 	}
 	res, err := Pipeline(fmt.Sprintf("nb_%s_seed%d", env, seed), cfg)
