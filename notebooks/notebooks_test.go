@@ -139,7 +139,8 @@ func kernelInstalled(jupyter string) (bool, error) {
 
 // TestNotebooks executes every notebook of this directory at CI size
 // (GRADCSCG_NB_SIZE=ci) with fresh run directories, and checks the outputs
-// (checkExecuted). With GRADCSCG_NB_OUT=DIR the executed notebooks are kept in DIR
+// (checkExecuted). With GRADCSCG_NB_OUT=DIR the executed notebooks (and the runs they
+// trained, in DIR/runs) are kept in DIR
 // with HTML exports and, when chromium is installed, PNG screenshots of them.
 func TestNotebooks(t *testing.T) {
 	jupyter, err := exec.LookPath("jupyter")
@@ -164,6 +165,15 @@ func TestNotebooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := t.TempDir() // CI-sized runs are trained afresh, never loaded from runs/
+	if os.Getenv("GRADCSCG_NB_OUT") != "" { // kept beside the executed notebooks (afresh too)
+		runs = filepath.Join(out, "runs")
+		if err := os.RemoveAll(runs); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(runs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	env := append(os.Environ(), "GRADCSCG_NB_SIZE=ci", "GRADCSCG_RUNS_DIR="+runs)
 	chromium := ""
 	if os.Getenv("GRADCSCG_NB_OUT") != "" {

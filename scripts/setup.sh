@@ -138,8 +138,9 @@ go build ./... || fail "go build ./..."
 
 if [ "$quickstart" = 1 ]; then
 	step "execute notebooks/00_quickstart.ipynb (CI size)"
-	GRADCSCG_NB_SIZE=ci go test -count=1 -timeout 20m -v -run 'TestNotebooks/00_quickstart' ./notebooks/ ||
+	GRADCSCG_NB_SIZE=ci GRADCSCG_NB_OUT="$repo/notebooks/out" go test -count=1 -timeout 20m -v -run 'TestNotebooks/00_quickstart' ./notebooks/ ||
 		fail "notebooks/00_quickstart.ipynb (executed copy and HTML under notebooks/out/)"
+	echo "executed notebook: $repo/notebooks/out/00_quickstart.ipynb (and .html); its map: $repo/notebooks/out/runs/"
 fi
 
 step "done"
