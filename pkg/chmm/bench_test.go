@@ -107,3 +107,39 @@ func BenchmarkGradientLong(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGradientKernels: the exact gradient (forward–backward and counts) with
+// the plain Go block kernels and with those in use (kernelName: AVX-512 where the
+// build and CPU have it), side by side, at C = 15 and 30 clones per token (two_rooms
+// shapes, 4 × 10,000 steps) and C = 70 (one 50,000-step episode of the original
+// CSCG's rectangular room). One worker, so the numbers are CPU-seconds.
+func BenchmarkGradientKernels(b *testing.B) {
+	type kset struct {
+		name string
+		vm   func(dst, coef, mat []float64, stride int)
+		mv   func(out, b, mat []float64, stride int)
+		mvc  func(out, b, mat []float64, stride int, coef, counts []float64)
+		ac   func(coef, b, mat []float64, stride int, counts []float64)
+	}
+	inUse := kset{kernelName(), vecMat, matVec, matVecCount, addCounts}
+	plain := kset{"go", vecMatGo, matVecGo, matVecCountGo, addCountsGo}
+	defer func() { vecMat, matVec, matVecCount, addCounts = inUse.vm, inUse.mv, inUse.mvc, inUse.ac }()
+	_, twoRoomsSeqs := walkData(99, twoRooms, 4, 10000)
+	_, rectSeqs := walkData(98, cscgRectangular, 1, 50000)
+	for _, c := range []struct {
+		clones, tokens int
+		seqs           []Sequence
+	}{{15, 10, twoRoomsSeqs}, {30, 10, twoRoomsSeqs}, {70, 4, rectSeqs}} {
+		m := New(UniformClones(c.tokens, c.clones), 4, rand.New(rand.NewPCG(99, 2)))
+		for _, k := range []kset{plain, inUse} {
+			b.Run(fmt.Sprintf("C=%d/%s", c.clones, k.name), func(b *testing.B) {
+				vecMat, matVec, matVecCount, addCounts = k.vm, k.mv, k.mvc, k.ac
+				for b.Loop() {
+					if _, _, _, err := GradientWorkers(m, c.seqs, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

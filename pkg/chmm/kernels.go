@@ -6,9 +6,15 @@ package chmm
 // vector serves several multiply-adds (1.2–1.7× faster than one row at a
 // time at C = 15 and 70; BenchmarkKernels).
 
-// vecMat adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
+// The exported-to-the-package names (vecMat, matVec, matVecCount, addCounts) are
+// set in kernels_dispatch*.go: the AVX-512 versions (kernels_avx512.go) where the
+// build has GOEXPERIMENT=simd on amd64 and the CPU has AVX-512, else the plain Go
+// ones below. Both compute the same sums in a different order (results agree to
+// rounding; a given machine and build is deterministic).
+
+// vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).
-func vecMat(dst, coef, mat []float64, stride int) {
+func vecMatGo(dst, coef, mat []float64, stride int) {
 	cols := len(dst)
 	i := 0
 	for ; i+4 <= len(coef); i += 4 {
@@ -33,8 +39,8 @@ func vecMat(dst, coef, mat []float64, stride int) {
 	}
 }
 
-// matVec sets out[i] = Σ_j M[i, j] b[j] for i < len(out), j < len(b).
-func matVec(out, b, mat []float64, stride int) {
+// matVecGo sets out[i] = Σ_j M[i, j] b[j] for i < len(out), j < len(b).
+func matVecGo(out, b, mat []float64, stride int) {
 	cols := len(b)
 	i := 0
 	for ; i+4 <= len(out); i += 4 {
@@ -61,10 +67,10 @@ func matVec(out, b, mat []float64, stride int) {
 	}
 }
 
-// matVecCount is matVec fused with the expected-count update of
+// matVecCountGo is matVec fused with the expected-count update of
 // forward–backward: with x = M[i, j] b[j], out[i] = Σ_j x and
 // counts[i*stride+j] += coef[i] x.
-func matVecCount(out, b, mat []float64, stride int, coef, counts []float64) {
+func matVecCountGo(out, b, mat []float64, stride int, coef, counts []float64) {
 	cols := len(b)
 	i := 0
 	for ; i+2 <= len(out); i += 2 {
@@ -98,8 +104,8 @@ func matVecCount(out, b, mat []float64, stride int, coef, counts []float64) {
 	}
 }
 
-// addCounts adds coef[i] M[i, j] b[j] to counts[i*stride+j].
-func addCounts(coef, b, mat []float64, stride int, counts []float64) {
+// addCountsGo adds coef[i] M[i, j] b[j] to counts[i*stride+j].
+func addCountsGo(coef, b, mat []float64, stride int, counts []float64) {
 	cols := len(b)
 	i := 0
 	for ; i+2 <= len(coef); i += 2 {

@@ -32,7 +32,7 @@ func vecMat1(dst, coef, mat []float64, stride int) {
 }
 
 func BenchmarkKernels(b *testing.B) {
-	for _, c := range []int{15, 70} {
+	for _, c := range []int{15, 24, 70} {
 		stride := 4 * c
 		mat := make([]float64, c*stride)
 		counts := make([]float64, c*stride)
@@ -45,9 +45,14 @@ func BenchmarkKernels(b *testing.B) {
 		for i := range v {
 			v[i], w[i] = 0.3, 0.7
 		}
-		b.Run(fmt.Sprintf("vecMat4/C=%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("vecMat/%s/C=%d", kernelName(), c), func(b *testing.B) {
 			for b.Loop() {
 				vecMat(out, v, mat, stride)
+			}
+		})
+		b.Run(fmt.Sprintf("vecMat4/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				vecMatGo(out, v, mat, stride)
 			}
 		})
 		b.Run(fmt.Sprintf("vecMat1/C=%d", c), func(b *testing.B) {
@@ -55,9 +60,14 @@ func BenchmarkKernels(b *testing.B) {
 				vecMat1(out, v, mat, stride)
 			}
 		})
-		b.Run(fmt.Sprintf("matVecCount2/C=%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("matVecCount/%s/C=%d", kernelName(), c), func(b *testing.B) {
 			for b.Loop() {
 				matVecCount(out, v, mat, stride, w, counts)
+			}
+		})
+		b.Run(fmt.Sprintf("matVecCount2/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				matVecCountGo(out, v, mat, stride, w, counts)
 			}
 		})
 		b.Run(fmt.Sprintf("matVecCount1/C=%d", c), func(b *testing.B) {
@@ -65,24 +75,50 @@ func BenchmarkKernels(b *testing.B) {
 				matVecCount1(out, v, mat, stride, w, counts)
 			}
 		})
-		b.Run(fmt.Sprintf("matVec4/C=%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("matVec/%s/C=%d", kernelName(), c), func(b *testing.B) {
 			for b.Loop() {
 				matVec(out, v, mat, stride)
 			}
 		})
-		b.Run(fmt.Sprintf("addCounts/C=%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("matVec4/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				matVecGo(out, v, mat, stride)
+			}
+		})
+		b.Run(fmt.Sprintf("addCounts/%s/C=%d", kernelName(), c), func(b *testing.B) {
 			for b.Loop() {
 				addCounts(w, v, mat, stride, counts)
+			}
+		})
+		b.Run(fmt.Sprintf("addCounts2/C=%d", c), func(b *testing.B) {
+			for b.Loop() {
+				addCountsGo(w, v, mat, stride, counts)
 			}
 		})
 	}
 }
 
 func TestKernels(t *testing.T) {
-	// Every kernel against the plain double loop, for row counts that
-	// exercise the unrolled part and the tail.
+	// Every kernel (the plain Go ones and those in use, AVX-512 where the build
+	// and CPU have it) against the plain double loop, for row and column
+	// counts that exercise the unrolled parts, the 8-wide vectors and the tails.
+	t.Logf("kernels in use: %s", kernelName())
+	type kernels struct {
+		vecMat      func(dst, coef, mat []float64, stride int)
+		matVec      func(out, b, mat []float64, stride int)
+		matVecCount func(out, b, mat []float64, stride int, coef, counts []float64)
+		addCounts   func(coef, b, mat []float64, stride int, counts []float64)
+	}
+	for _, k := range []kernels{{vecMatGo, matVecGo, matVecCountGo, addCountsGo}, {vecMat, matVec, matVecCount, addCounts}} {
+		testKernels(t, k.vecMat, k.matVec, k.matVecCount, k.addCounts)
+	}
+}
+
+func testKernels(t *testing.T, vecMat func(dst, coef, mat []float64, stride int), matVec func(out, b, mat []float64, stride int),
+	matVecCount func(out, b, mat []float64, stride int, coef, counts []float64), addCounts func(coef, b, mat []float64, stride int, counts []float64)) {
+	t.Helper()
 	for rows := 1; rows <= 9; rows++ {
-		for _, cols := range []int{1, 3, 8} {
+		for _, cols := range []int{1, 3, 8, 9, 16, 23, 70} {
 			stride := cols + 2
 			mat := make([]float64, rows*stride)
 			for i := range mat {
@@ -119,6 +155,9 @@ func TestKernels(t *testing.T) {
 			c1 := make([]float64, len(mat))
 			c2 := make([]float64, len(mat))
 			wantC := make([]float64, len(mat))
+			for i := range wantC { // counts accumulate onto what is there
+				c1[i], c2[i], wantC[i] = float64(i%5)-1, float64(i%5)-1, float64(i%5)-1
+			}
 			for i := range rows {
 				for j := range cols {
 					x := mat[i*stride+j] * b[j]
