@@ -961,7 +961,7 @@ func (r *runner) final() error {
 		off += ep.Len()
 	}
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: 1e-5, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
+		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
 	if cfg.FinalIters > 0 {
 		if err := r.trainFinal(hmm, seqs, gc, "finalise", ""); err != nil {
 			return fmt.Errorf("pipeline: finalisation: %w", err)

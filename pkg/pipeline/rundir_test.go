@@ -225,20 +225,21 @@ func TestRunConfigRoundTrip(t *testing.T) {
 	if res.Config != cfg {
 		t.Errorf("loaded config differs: %v", diffFields(res.Config, cfg))
 	}
-	// A legacy file without the omitted fields reads them as zero, not as defaults.
+	// A legacy file without the omitted fields reads them as what they meant then
+	// (zero; final_tol 1e-5), not as today's defaults.
 	p := filepath.Join(d, ConfigFile)
 	raw, _ := os.ReadFile(p)
 	var kept []string
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.Contains(line, `"jitter"`) && !strings.Contains(line, `"final_prune"`) {
+		if !strings.Contains(line, `"jitter"`) && !strings.Contains(line, `"final_prune"`) && !strings.Contains(line, `"final_tol"`) {
 			kept = append(kept, line)
 		}
 	}
 	if err := os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := readRunConfig(p); err != nil || c.Jitter != 0 || c.FinalPrune != 0 {
-		t.Errorf("legacy config: jitter %d, final_prune %g, err %v; want 0, 0", c.Jitter, c.FinalPrune, err)
+	if c, err := readRunConfig(p); err != nil || c.Jitter != 0 || c.FinalPrune != 0 || c.FinalTol != 1e-5 {
+		t.Errorf("legacy config: jitter %d, final_prune %g, final_tol %g, err %v; want 0, 0, 1e-5", c.Jitter, c.FinalPrune, c.FinalTol, err)
 	}
 	// A field that every version wrote is required.
 	if err := os.WriteFile(p, []byte(strings.Replace(strings.Join(kept, "\n"), `"seed"`, `"seed_x"`, 1)), 0o644); err != nil {
