@@ -35,7 +35,9 @@
 //
 //  3. Finalisation: encoder frozen, hard tokens of the full training episodes,
 //     chmm.TrainGradient full batch (exact forward–backward gradient, Adam, optional
-//     transition entropy, optional clone splitting at plateaus). By default
+//     transition entropy, optional clone splitting at plateaus), ended by the
+//     label-free plateau rule of Config.FinalTol (1e-3 nats per step over
+//     FinalPatience iterations; at most FinalIters). By default
 //     (FinalBudget = BudgetShare) the clones are re-allocated in proportion to each
 //     token's share of the training frames under the final encoder (FinalClones per
 //     token on average) and the HMM starts afresh; FinalFromJoint continues from the
