@@ -18,6 +18,8 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // command is one subcommand of the tool.
@@ -101,26 +103,86 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gradcscg %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: gradcscg %s %s\n", name, synopsis)
+		if hasFlags(fs) {
+			fmt.Fprint(fs.Output(), "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }
 
-// parseFlags parses args, mapping flag errors to errUsage (already printed), and checks
-// every given numeric flag against its range (flagRanges).
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseFlags parses args and checks every given numeric flag against its range
+// (flagRanges). -h prints the usage (flag.ErrHelp); a value the flag cannot hold or
+// an unknown flag is one line naming the flag — with its range where it has one — and
+// pointing to -h (errUsage, already printed).
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	describeRanges(fs)
-	if err := fs.Parse(args); err != nil {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return err
 		}
+		fmt.Fprintf(out, "gradcscg %s: %s (gradcscg %s -h lists the flags)\n", fs.Name(), flagError(fs, err), fs.Name())
 		return errUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "gradcscg %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		fs.Usage()
+		fmt.Fprintf(out, "gradcscg %s: unexpected argument %q (gradcscg %s -h lists the flags)\n", fs.Name(), fs.Arg(0), fs.Name())
 		return errUsage
 	}
 	return checkRanges(fs)
+}
+
+// flagError rewords the flag package's parse error ("invalid value V for flag -NAME:
+// DETAIL"): a number the flag cannot hold names the flag, the value and the flag's
+// range (or kind); any other DETAIL (a flag's own check) is kept.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, err2 := strconv.QuotedPrefix(rest)
+	if err2 != nil {
+		return msg
+	}
+	v, _ := strconv.Unquote(value)
+	name, detail, ok := strings.Cut(strings.TrimPrefix(rest[len(value):], " for flag -"), ": ")
+	if !ok {
+		return msg
+	}
+	if detail != "parse error" && detail != "value out of range" {
+		return fmt.Sprintf("--%s %s: %s", name, v, detail)
+	}
+	if r, ok := flagRanges[fs.Name()][name]; ok {
+		return fmt.Sprintf("--%s %s: must be %s", name, v, r)
+	}
+	want := "a valid value"
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			switch g.Get().(type) {
+			case uint64, uint:
+				want = "a non-negative integer"
+			case int, int64:
+				want = "an integer"
+			case float64:
+				want = "a number"
+			case bool:
+				want = "true or false"
+			}
+		}
+	}
+	return fmt.Sprintf("--%s %s: must be %s", name, v, want)
 }

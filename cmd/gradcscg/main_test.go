@@ -126,3 +126,52 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	}
 	oneCleanError(t, errOut, "bad.chmm")
 }
+
+// TestFlagParseErrorsAreOneLine: a value a flag cannot hold and an unknown flag are
+// one line naming the flag (and its range or kind), not the whole usage.
+func TestFlagParseErrorsAreOneLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--seed", "-1"}, "--seed -1: must be a non-negative integer"},
+		{[]string{"symbolic", "--steps", "1.5"}, "--steps 1.5: must be an integer in"},
+		{[]string{"symbolic", "--lr", "fast"}, "--lr fast: must be a number in"},
+		{[]string{"plan", "--colour", "red"}, "flag provided but not defined: -colour"},
+		{[]string{"envs", "extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, errOut := run(t, c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit code %d, want 2", c.args, code)
+		}
+		oneCleanError(t, errOut, c.want)
+		if strings.Contains(errOut, "Usage:") {
+			t.Errorf("%v: the usage was printed:\n%s", c.args, errOut)
+		}
+	}
+	// -h still prints the usage, with its flags.
+	if code, _, errOut := run(t, "plan", "-h"); code != 0 || !strings.Contains(errOut, "--layout FILE") || !strings.Contains(errOut, "Flags:") {
+		t.Errorf("plan -h: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestEnvs: one line per built-in environment, each with a description; envs -h has
+// no empty "Flags:" section.
+func TestEnvs(t *testing.T) {
+	code, out, _ := run(t, "envs")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 13 {
+		t.Fatalf("envs printed %d lines:\n%s", len(lines), out)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) < 7 {
+			t.Errorf("no description: %q", l)
+		}
+	}
+	if _, _, errOut := run(t, "envs", "-h"); strings.Contains(errOut, "Flags:") {
+		t.Errorf("envs -h:\n%s", errOut)
+	}
+}

@@ -80,7 +80,7 @@ func runPlan(args []string) error {
 
 // planFlags returns the flag set of "gradcscg plan", which writes into o.
 func planFlags(o *planOptions) *flag.FlagSet {
-	fs := newFlagSet("plan", "--run DIR | --model FILE --env NAME [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
+	fs := newFlagSet("plan", "--run DIR | --model FILE (--env NAME | --layout FILE) [--pairs 200] [--mode open|mpc|both] [--seed 1] [--json out.json]")
 	fs.StringVar(&o.run, "run", "", "finished pipeline run directory (image observations: held-out images through its frozen VQ-VAE)")
 	fs.StringVar(&o.model, "model", "", "symbolic cloned-HMM model file (from 'gradcscg symbolic --save'); needs --env or --layout")
 	fs.StringVar(&o.env, "env", "", "built-in environment of --model (see 'gradcscg envs')")

@@ -339,17 +339,17 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 }
 
 func runEnvs(args []string) error {
-	fs := newFlagSet("envs", "")
+	fs := newFlagSet("envs", "(lists the built-in environments; no flags)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%-18s %7s %6s %8s %8s\n", "name", "places", "edges", "classes", "actions")
+	fmt.Fprintf(stdout, "%-18s %7s %6s %8s %8s  %s\n", "name", "places", "edges", "classes", "actions", "what it is")
 	for _, n := range gridworld.Names() {
 		e, err := gridworld.Named(n)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%-18s %7d %6d %8d %8d\n", n, e.NumPlaces(), len(e.Edges()), e.NumClasses(), e.NumActions())
+		fmt.Fprintf(stdout, "%-18s %7d %6d %8d %8d  %s\n", n, e.NumPlaces(), len(e.Edges()), e.NumClasses(), e.NumActions(), gridworld.Summary(n))
 	}
 	return nil
 }

@@ -60,6 +60,26 @@ type builtin struct {
 	defaults Defaults
 }
 
+// summaries are one line per built-in environment (gradcscg envs).
+var summaries = map[string]string{
+	"aliased":          "4x4 room, 4 classes in a repeating 2x2 pattern: every class at 4 places (paper benchmark)",
+	"corridors":        "three corridors joined by two rows on a 5x5 grid, 7 classes, most at several places (paper benchmark)",
+	"room":             "6x6 room, a 4x4 interior of one class and a border of 9 (paper benchmark)",
+	"two_rooms":        "two 8x6 rooms sharing a 3x3 overlap, 10 classes scattered (paper benchmark)",
+	"square":           "5x5 room, 25 distinct symbols: no aliasing (paper Figure 3)",
+	"uniform_interior": "6x6 room, a 4x4 interior of one symbol and a border of 11 (paper Figure 3)",
+	"three_rooms":      "three 5-place rooms in a ring, 8 symbols, not a grid (paper Figure 3)",
+	"cscg_rectangular": "6x8 room, 4 symbols scattered (original CSCG, Fig. 2a/b)",
+	"cscg_empty":       "6x8 room, a uniform 4x6 interior and 8 border symbols (original CSCG, Fig. 2c/d)",
+	"cscg_stitched":    "two 8x6 rooms sharing a 3x3 overlap, one episode in each (original CSCG, Fig. 2e/f)",
+	"cscg_maze5":       "5x5 room, 25 distinct symbols in row-major order (original CSCG notebook)",
+	"cscg_cliques":     "the three-room ring of three_rooms with the original notebook's symbols",
+}
+
+// Summary returns a one-line description of a built-in environment ("" for
+// any other name).
+func Summary(name string) string { return summaries[name] }
+
 // names in presentation order: image benchmarks, symbolic demonstrations,
 // original CSCG demonstrations.
 var names = []string{

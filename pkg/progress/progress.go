@@ -26,6 +26,12 @@ type Bar struct {
 	printed  int  // last step printed
 	ended    bool // Finish: the task is over at whatever step (no ETA)
 	now      func() time.Time
+	// The first Update: rate and ETA count from it, so that a slow first step
+	// (graph compilation) or the steps a resumed task had already done do not
+	// distort them. Before a second Update there is no ETA.
+	anchored  bool
+	firstStep int
+	firstAt   time.Time
 }
 
 // New returns a bar writing to w for a task of total steps. On a terminal
@@ -63,6 +69,9 @@ func (b *Bar) Update(step int, format string, args ...any) {
 		step = b.total
 	}
 	now := b.now()
+	if !b.anchored {
+		b.anchored, b.firstStep, b.firstAt = true, step, now
+	}
 	if step < b.total && now.Sub(b.last) < b.every {
 		return
 	}
@@ -107,12 +116,15 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 		sb.WriteString(msg)
 	}
 	if step > 0 && el > 0 {
-		rate := float64(step) / el.Seconds()
+		rate, eta := float64(step)/el.Seconds(), false // a final line: over the whole task
+		if d := now.Sub(b.firstAt); step < b.total && !b.ended && b.anchored && step > b.firstStep && d > 0 {
+			rate, eta = float64(step-b.firstStep)/d.Seconds(), true
+		}
 		fmt.Fprintf(&sb, " | %s/s", formatRate(rate))
-		if step < b.total && !b.ended {
+		if eta {
 			eta := time.Duration(float64(b.total-step) / rate * float64(time.Second))
 			fmt.Fprintf(&sb, " ETA %s", formatDuration(eta))
-		} else {
+		} else if step >= b.total || b.ended {
 			fmt.Fprintf(&sb, " in %s", formatDuration(el))
 		}
 	}

@@ -23,7 +23,7 @@ func TestLines(t *testing.T) {
 	if len(lines) != 12 {
 		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
 	}
-	if want := "train 1/100 (  1%) loss 1.0 | 10.0/s ETA 9.9s"; lines[0] != want {
+	if want := "train 1/100 (  1%) loss 1.0 | 10.0/s"; lines[0] != want { // no ETA from one step
 		t.Errorf("first line %q, want %q", lines[0], want)
 	}
 	if want := "train 11/100 ( 11%) loss 11.0 | 10.0/s ETA 8.9s"; lines[1] != want {
@@ -31,6 +31,27 @@ func TestLines(t *testing.T) {
 	}
 	if !strings.Contains(lines[len(lines)-1], "100/100 (100%) final | 10.0/s in 10.0s") {
 		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+}
+
+// TestSlowFirstStep: a first step that takes 30 s (graph compilation) followed by
+// 10 steps per second gives the rate and ETA of the 10 steps per second, not of
+// the average since the start (which said 36 minutes for a 21-second task).
+func TestSlowFirstStep(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "joint", 1000)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	b.Every(time.Second)
+	clock = clock.Add(30 * time.Second)
+	b.Update(1, "")
+	for i := 2; i <= 11; i++ {
+		clock = clock.Add(100 * time.Millisecond)
+		b.Update(i, "")
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "joint 11/1000 (  1%) | 10.0/s ETA 1m38s"; lines[len(lines)-1] != want {
+		t.Errorf("line %q, want %q", lines[len(lines)-1], want)
 	}
 }
 
