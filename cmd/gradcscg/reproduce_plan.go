@@ -69,7 +69,8 @@ func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs i
 		if err != nil {
 			return "", err
 		}
-		cfg.Dataset, cfg.Seed, cfg.Arch = dataset, uint64(seed), arch
+		cfg.Dataset, cfg.Seed = dataset, uint64(seed)
+		cfg = cfg.WithArch(arch)
 		return runName(cfg), nil
 	}
 	if !collect {

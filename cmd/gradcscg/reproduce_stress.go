@@ -80,7 +80,8 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 				if err != nil {
 					return err
 				}
-				cfg.Dataset, cfg.Seed, cfg.Arch = c.Dataset, uint64(seed), c.Arch
+				cfg.Dataset, cfg.Seed = c.Dataset, uint64(seed)
+				cfg = cfg.WithArch(c.Arch)
 				name := runName(cfg)
 				sr, err := stressOne(ctx, cfg, name, filepath.Join(runs, name), dir, collect, force, quiet)
 				if err != nil {

@@ -175,6 +175,12 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	if o.decode != "" {
 		cfg.Decode = o.decode
 	}
+	switch {
+	case o.arch != "" && o.config != "":
+		cfg.Arch = o.arch // the file's settings stay the user's
+	case o.arch != "":
+		cfg = cfg.WithArch(o.arch) // before the overrides: it sets arch-dependent defaults
+	}
 	override(&cfg.CollapseFrac, o.collapseFrac)
 	override(&cfg.GradFrames, o.gradFrames)
 	override(&cfg.CollapseLevel, o.collapseLevel)
@@ -183,9 +189,6 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
 	override(&cfg.FinalPrune, o.finalPrune)
 	override(&cfg.Jitter, o.jitter)
-	if o.arch != "" {
-		cfg.Arch = o.arch
-	}
 	if o.budget != "" {
 		cfg.FinalBudget = o.budget
 	}
@@ -221,6 +224,7 @@ func runName(cfg pipeline.Config) string {
 	}
 	d, err := pipeline.DefaultConfig(cfg.Env)
 	known := err == nil
+	d = d.WithArch(cfg.Arch)
 	if ci := pipeline.CISized(d); known && cfg.Steps == ci.Steps && cfg.Episodes == ci.Episodes {
 		name += "_ci"
 		d = ci
@@ -307,7 +311,8 @@ func reproduceImages(envs []string, dataset, arch string, seeds int, runs, out s
 			if err != nil {
 				return err
 			}
-			cfg.Dataset, cfg.Seed, cfg.Arch = dataset, uint64(seed), arch
+			cfg.Dataset, cfg.Seed = dataset, uint64(seed)
+			cfg = cfg.WithArch(arch)
 			name := runName(cfg)
 			jsonPath := filepath.Join(dir, name+".json")
 			var rep *evaluate.Report
@@ -459,7 +464,15 @@ var ablations = []struct {
 	{"paper τ = 1, α_div = 0.1", func(c *pipeline.Config) { c.Tau, c.AlphaDiv = 1, 0.1 }},
 	{"no jitter", func(c *pipeline.Config) { c.Jitter = 0 }},
 	{"no pruning", func(c *pipeline.Config) { c.FinalPrune = 0 }},
-	{"gradients from all frames", func(c *pipeline.Config) { c.GradFrames = 0 }},
+	// The architecture's other setting: every frame for conv (the paper), 256 of
+	// 1,024 for the MLP (pipeline.DefaultGradFrames).
+	{"other gradient frames (conv: all, MLP: 256)", func(c *pipeline.Config) {
+		if c.GradFrames == 0 {
+			c.GradFrames = 256
+		} else {
+			c.GradFrames = 0
+		}
+	}},
 	{"no collapse response", func(c *pipeline.Config) { c.CollapseLevel = 0 }},
 }
 
@@ -484,7 +497,8 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 				if err != nil {
 					return err
 				}
-				cfg.Dataset, cfg.Seed, cfg.Arch = dataset, uint64(seed), arch
+				cfg.Dataset, cfg.Seed = dataset, uint64(seed)
+				cfg = cfg.WithArch(arch)
 				ab.apply(&cfg)
 				var progress io.Writer = stderr
 				if quiet {

@@ -65,10 +65,25 @@ func TestTrainConfigFlags(t *testing.T) {
 	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
-	// Every frame with gradients and no collapse response (the previous behaviour).
-	cfg.GradFrames, cfg.CollapseLevel = 0, 0
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad0_cl0"; got != want {
+	// The MLP's default is every frame with gradients; a subset and no collapse
+	// response name themselves.
+	if cfg.GradFrames != 0 {
+		t.Errorf("MLP GradFrames = %d, want 0 (every frame)", cfg.GradFrames)
+	}
+	cfg.GradFrames, cfg.CollapseLevel = 256, 0
+	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad256_cl0"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
+	}
+	// --arch sets the architecture's defaults before the flags that override them.
+	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
+		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
+	o.set = newFlagSet("train", "")
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || runName(cfg) != "aliased_mnist_seed1_mlp" {
+		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, runName(cfg), err)
+	}
+	o.gradFrames, o.arch = 128, "conv"
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 128 || runName(cfg) != "aliased_mnist_seed1_grad128" {
+		t.Errorf("--arch conv --grad-frames 128: grad_frames %d, name %q, err %v", cfg.GradFrames, runName(cfg), err)
 	}
 }
 
