@@ -7,13 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
-	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -229,89 +226,38 @@ func runDirs(dir string) ([]string, error) {
 	return out, nil
 }
 
-// figureSymbolicQuick overrides the reference data size and clone budget where
-// gradient training on them takes minutes (uniform_interior: 40 clones × 50,000
-// steps). Better models can be supplied with --models.
-var figureSymbolicQuick = map[string]struct{ steps, clones int }{"uniform_interior": {20000, 20}}
-
-// symbolicReadout loads (from --models) or trains by gradient descent a symbolic
-// model of env and decodes a held-out walk.
+// symbolicReadout returns the Figure 3 read-out of env: the symbolic suite's gradient
+// model of seed o.seed (symbolicExperiment with the suite's options, so the figure
+// shows the map that results/symbolic.md scores) decoded on the suite's held-out walk.
+// A model saved in --models is loaded instead of trained; one trained here is saved
+// there.
 func symbolicReadout(name string, o figuresOptions) (*figures.Readout, error) {
-	env, err := gridworld.Named(name)
-	if err != nil {
-		return nil, err
-	}
-	toToken, classes := tokenMap(env)
-	def := env.Defaults()
-	var m *chmm.Model
-	path := ""
+	so := symbolicOptions{env: name, trainer: "gradient", seed: o.seed, pseudocount: -1, quiet: o.quiet}
 	if o.models != "" {
-		path = filepath.Join(o.models, name+".model")
+		path := filepath.Join(o.models, name+".model")
 		if _, err := os.Stat(path); err == nil {
-			if m, err = chmm.Load(path); err != nil {
-				return nil, err
-			}
-			if err := m.CheckCompatible(len(classes), env.NumActions()); err != nil {
-				return nil, fmt.Errorf("%s does not fit %s: %w", path, name, err)
-			}
-			if !o.quiet {
-				fmt.Fprintf(stderr, "%s: loaded %s\n", name, path)
-			}
-		}
-	}
-	seqs := func(eps []gridworld.Episode) []chmm.Sequence {
-		out := make([]chmm.Sequence, len(eps))
-		for i, ep := range eps {
-			obs := make([]int, len(ep.Obs))
-			for t, c := range ep.Obs {
-				obs[t] = toToken[c]
-			}
-			out[i] = chmm.Sequence{Obs: obs, Actions: ep.Actions}
-		}
-		return out
-	}
-	steps, perClass := def.Steps, def.ClonesPerClass
-	if q, ok := figureSymbolicQuick[name]; ok {
-		steps, perClass = q.steps, q.clones
-	}
-	if m == nil {
-		t0 := time.Now()
-		clones := make([]int, len(classes))
-		for k, c := range classes {
-			clones[k] = perClass
-			if n, ok := def.ClonesByClass[c]; ok {
-				clones[k] = n
-			}
-		}
-		train := seqs(env.TrainingEpisodes(rand.New(rand.NewPCG(o.seed, 1)), def.Episodes, steps))
-		m = chmm.New(clones, env.NumActions(), rand.New(rand.NewPCG(o.seed, 2)))
-		cfg := chmm.DefaultGradConfig()
-		cfg.Workers = runtime.GOMAXPROCS(0)
-		cfg.Seed = o.seed
-		if _, err := chmm.TrainGradient(m, train, cfg); err != nil {
-			return nil, err
-		}
-		if !o.quiet {
-			fmt.Fprintf(stderr, "%s: trained by gradient descent (%d×%d steps, %d states) in %.1fs\n",
-				name, def.Episodes, steps, m.N(), time.Since(t0).Seconds())
-		}
-		if path != "" {
-			m.Meta = map[string]string{"env": name, "trainer": "gradient", "seed": strconv.FormatUint(o.seed, 10)}
+			so.loadPath = path
+		} else {
 			if err := os.MkdirAll(o.models, 0o755); err != nil {
 				return nil, err
 			}
-			if err := m.Save(path); err != nil {
-				return nil, err
-			}
+			so.savePath = path
 		}
 	}
-	held := env.Walk(rand.New(rand.NewPCG(o.seed, 3)), steps)
-	test := seqs([]gridworld.Episode{held})[0]
-	states, _, err := chmm.Viterbi(m, test)
+	t0 := time.Now()
+	out, err := symbolicExperiment(so)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the held-out walk: %w", err)
+		return nil, err
 	}
-	return figures.NewReadout(env, m, held.Places, states, figures.ReadoutOptions{TokenClass: classes})
+	if !o.quiet {
+		how := "trained by gradient descent"
+		if so.loadPath != "" {
+			how = "loaded from " + so.loadPath
+		}
+		fmt.Fprintf(stderr, "%s: %s (%d states), map F1 %.3f on the held-out walk, %.1fs\n",
+			name, how, out.model.N(), out.report.ViterbiMap.F1, time.Since(t0).Seconds())
+	}
+	return figures.NewReadout(out.env, out.model, out.heldOut.Places, out.states, figures.ReadoutOptions{TokenClass: out.classes})
 }
 
 // runReadout decodes the held-out episode of a finished pipeline run

@@ -130,6 +130,27 @@ func parseClonesFor(s string) (map[int]int, error) {
 }
 
 func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
+	out, err := symbolicExperiment(o)
+	if err != nil {
+		return nil, err
+	}
+	return out.report, nil
+}
+
+// symbolicOutcome is what a symbolic experiment made: the report, the model, the
+// held-out walk it scored and the walk's Viterbi path (figures draw the same read-out).
+type symbolicOutcome struct {
+	report  *evaluate.Report
+	model   *chmm.Model
+	env     *gridworld.Env
+	heldOut gridworld.Episode
+	states  []int
+	classes []int // token → class
+}
+
+// symbolicExperiment trains (or loads) and scores one symbolic model: symbolicRun with
+// everything it made.
+func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 	t0 := time.Now()
 	env, err := loadEnv(o.env, o.layout)
 	if err != nil {
@@ -260,7 +281,7 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 			return nil, err
 		}
 	}
-	return rep, nil
+	return &symbolicOutcome{report: rep, model: m, env: env, heldOut: heldOut, states: states, classes: classes}, nil
 }
 
 // trainSymbolic trains m in place and returns the training history (for EM, of the
