@@ -236,7 +236,12 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 				smooth.Width = 1.4
 				lines = append(lines, smooth)
 				if first && len(pan.terms) > 1 {
-					keys = append(keys, legendKey{color: col, label: term.name})
+					// The panel's own terms are named in the panel (top, over the
+					// finalisation, where these curves do not run; left of its end,
+					// where the pruning line usually is).
+					p.Legend.Add(term.name, smooth)
+					p.Legend.Top, p.Legend.YOffs, p.Legend.XOffs = true, -vg.Length(14), -vg.Length(70)
+					p.Legend.TextStyle.Font.Size = 8
 					first = false
 				}
 			}

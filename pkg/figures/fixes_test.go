@@ -228,8 +228,14 @@ func TestFigureDynamicsEvents(t *testing.T) {
 	for _, k := range st.bottom.(legendStrip) {
 		labels = append(labels, k.label)
 	}
-	want := "L_rec|L_commit|perception rollback (codebook collapse) (×3)|codes revived"
+	want := "perception rollback (codebook collapse) (×3)|codes revived"
 	if got := strings.Join(labels, "|"); got != want {
 		t.Errorf("legend %q, want %q", got, want)
+	}
+	// The first panel names its own two curves, at its top; the others have no legend.
+	for i, row := range st.top.(alignedPlots) {
+		if got := row[0].Legend.Top; got != (i == 0) {
+			t.Errorf("panel %d: legend at the top %v", i, got)
+		}
 	}
 }

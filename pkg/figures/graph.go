@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/graph/layout"
 	"gonum.org/v1/gonum/graph/path"
 	"gonum.org/v1/gonum/graph/simple"
+	"gonum.org/v1/gonum/mat"
 )
 
 // CloneGraph is a recovered transition graph over clone states: the nodes are
@@ -229,17 +230,7 @@ func layoutComponent(comp []int, edges [][2]int) [][2]float64 {
 	}
 	ok := false
 	if m >= 3 {
-		opt := layout.NewOptimizerR2(g, layout.IsomapR2{}.Update)
-		opt.Update()
-		ok = true
-		for k := range m {
-			v := opt.Coord2(int64(k))
-			if math.IsNaN(v.X) || math.IsNaN(v.Y) {
-				ok = false
-				break
-			}
-			out[k] = [2]float64{v.X, v.Y}
-		}
+		ok = isomap(out, shortestPaths(m, local))
 		// A rank-deficient embedding (a path: every point on one line) is
 		// valid for Isomap but draws edges on top of each other; the spread of
 		// the second axis tells.
@@ -259,7 +250,91 @@ func layoutComponent(comp []int, edges [][2]int) [][2]float64 {
 	}
 	stressMajorize(out, local, 300)
 	normalise(out, local)
+	canonicalOrientation(out)
 	return out
+}
+
+// canonicalOrientation rotates a centred layout so that its first node lies on the
+// +x axis and reflects it so that the first node off that axis has y > 0. Isomap's
+// embedding of a symmetric graph (three_rooms' ring) is fixed only up to a rotation,
+// which varied from run to run with gonum's map order; the shape does not, so the
+// drawing is now the same every time.
+func canonicalOrientation(pts [][2]float64) {
+	if len(pts) < 2 {
+		return
+	}
+	a := math.Atan2(pts[0][1], pts[0][0])
+	if math.Hypot(pts[0][0], pts[0][1]) < 1e-9 {
+		return
+	}
+	c, sn := math.Cos(-a), math.Sin(-a)
+	for i, p := range pts {
+		pts[i] = [2]float64{c*p[0] - sn*p[1], sn*p[0] + c*p[1]}
+	}
+	for _, p := range pts[1:] {
+		if math.Abs(p[1]) > 1e-6 {
+			if p[1] < 0 {
+				for i := range pts {
+					pts[i][1] = -pts[i][1]
+				}
+			}
+			return
+		}
+	}
+}
+
+// isomap sets pts to the classical scaling (Torgerson MDS) of the shortest-path
+// distances d — Isomap, as gonum's layout.IsomapR2, but on a dense matrix in node
+// order, so that the result does not depend on map iteration order (a symmetric
+// graph's degenerate eigenvectors came out differently from run to run):
+//
+//	B = −½ J D² J,  J = I − 11ᵀ/m,  x_i = (√λ₁ v₁ᵢ, √λ₂ v₂ᵢ)
+//
+// with λ₁ ≥ λ₂ the two largest eigenvalues of B (a negative λ₂ counts as 0). It
+// reports false when d is not finite or B has no positive eigenvalue.
+func isomap(pts [][2]float64, d [][]float64) bool {
+	m := len(pts)
+	d2 := mat.NewSymDense(m, nil)
+	for i := range m {
+		for j := i; j < m; j++ {
+			if math.IsInf(d[i][j], 0) || math.IsNaN(d[i][j]) {
+				return false
+			}
+			d2.SetSym(i, j, d[i][j]*d[i][j])
+		}
+	}
+	row := make([]float64, m)
+	var all float64
+	for i := range m {
+		for j := range m {
+			row[i] += d2.At(i, j)
+		}
+		all += row[i]
+		row[i] /= float64(m)
+	}
+	all /= float64(m * m)
+	b := mat.NewSymDense(m, nil)
+	for i := range m {
+		for j := i; j < m; j++ {
+			b.SetSym(i, j, -0.5*(d2.At(i, j)-row[i]-row[j]+all))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(b, true) {
+		return false
+	}
+	vals := eig.Values(nil) // ascending
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	l1, l2 := vals[m-1], vals[m-2]
+	if !(l1 > 0) {
+		return false
+	}
+	s1, s2 := math.Sqrt(l1), math.Sqrt(max(l2, 0)) // a path: one axis (the caller checks)
+	for i := range m {
+		pts[i] = [2]float64{s1 * vecs.At(i, m-1), s2 * vecs.At(i, m-2)}
+	}
+	return true
 }
 
 // stressMajorize refines a layout pts of a connected graph by stress

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 func TestPathGraph(t *testing.T) {
@@ -230,5 +232,30 @@ func TestShortestPaths(t *testing.T) {
 	want := [][]float64{{0, 1, 2, inf}, {1, 0, 1, inf}, {2, 1, 0, inf}, {inf, inf, inf, 0}}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("shortestPaths = %v, want %v", d, want)
+	}
+}
+
+// TestLayoutGraphDeterministic: the layout of a symmetric graph (three_rooms' ring of
+// cliques, whose Isomap eigenvectors are degenerate) is the same on every call;
+// with gonum's map-ordered Isomap it varied from call to call.
+func TestLayoutGraphDeterministic(t *testing.T) {
+	e, err := gridworld.Named("three_rooms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := LayoutGraph(e.NumPlaces(), e.Edges(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		again, err := LayoutGraph(e.NumPlaces(), e.Edges(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range first {
+			if again[i] != first[i] {
+				t.Fatalf("node %d at %v, then at %v", i, first[i], again[i])
+			}
+		}
 	}
 }

@@ -441,6 +441,12 @@ func (p ClonePlacesPanel) Draw(c draw.Canvas) {
 		title = fmt.Sprintf("clones at their places: %d clones, %d/%d places", len(r.Graph.Nodes), represented, e.NumPlaces())
 	}
 	c = panelTitle(c, title)
+	// The colour key: a disc shows its token's class, the cell its own; they differ
+	// where the joint phase merged classes into one token.
+	const key = "cell: the place's class; disc: the class its clone's token shows most"
+	sty := textStyle(6.5, color.Gray{0x60}, draw.XCenter, draw.YBottom)
+	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, key)
+	c = draw.Crop(c, 0, 0, sty.Height(key)+2, 0)
 	var f frame
 	var centers [][2]float64
 	var cellSize float64 // layout units available to a place's clones
@@ -534,7 +540,24 @@ func ImageMaps(rs ...*Readout) (*Figure, error) {
 		return nil, errors.New("figures.ImageMaps: no readout")
 	}
 	n := len(rs)
-	fig := &Figure{Rows: 3, Cols: n, Width: vg.Length(n) * tileW, Height: 3 * tileH}
+	// A layout taller than tallRows (two_rooms: 13 rows) gets a proportionally wider
+	// column and every row of the figure that much more height, so its cells, clone
+	// numbers and token images are drawn as large as a small layout's.
+	const tallRows = 7
+	weights, scale := make([]float64, n), 1.0
+	for i, r := range rs {
+		weights[i] = 1
+		if r != nil && r.Env != nil {
+			h := float64(r.Env.Rows)
+			weights[i] = max(1, h/tallRows)
+			scale = max(scale, h/tallRows)
+		}
+	}
+	width := 0.0
+	for _, w := range weights {
+		width += w
+	}
+	fig := &Figure{Rows: 3, Cols: n, Width: vg.Length(width) * tileW, Height: 3 * tileH * vg.Length(scale), ColWeights: weights}
 	fig.Panels = make([]Panel, 3*n)
 	for i, r := range rs {
 		if err := r.check(); err != nil {

@@ -40,6 +40,9 @@ type Figure struct {
 	Rows, Cols    int
 	Panels        []Panel
 	Width, Height vg.Length // natural size
+	// ColWeights, if it has Cols entries, divides the width among the columns in
+	// these proportions (a tall layout gets a wider column); otherwise equally.
+	ColWeights []float64
 	// Title, if set, is drawn centred above the panels.
 	Title string
 }
@@ -65,11 +68,32 @@ func (f *Figure) Draw(c draw.Canvas) {
 		return
 	}
 	t := draw.Tiles{Rows: f.Rows, Cols: f.Cols, PadX: 6, PadY: 6, PadTop: 4, PadBottom: 4, PadLeft: 4, PadRight: 4}
+	var xs []vg.Length // column left edges and the right edge, with ColWeights
+	if len(f.ColWeights) == f.Cols {
+		total := 0.0
+		for _, w := range f.ColWeights {
+			total += max(w, 0)
+		}
+		if total > 0 {
+			inner := c.Max.X - c.Min.X - t.PadLeft - t.PadRight - vg.Length(f.Cols-1)*t.PadX
+			x := c.Min.X + t.PadLeft
+			for _, w := range f.ColWeights {
+				xs = append(xs, x)
+				x += inner*vg.Length(max(w, 0)/total) + t.PadX
+			}
+			xs = append(xs, x)
+		}
+	}
 	for i, p := range f.Panels {
 		if p == nil || i >= f.Rows*f.Cols {
 			continue
 		}
-		p.Draw(t.At(c, i%f.Cols, i/f.Cols))
+		tile := t.At(c, i%f.Cols, i/f.Cols)
+		if xs != nil {
+			col := i % f.Cols
+			tile.Min.X, tile.Max.X = xs[col], xs[col+1]-t.PadX
+		}
+		p.Draw(tile)
 	}
 }
 

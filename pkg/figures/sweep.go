@@ -18,8 +18,8 @@ import (
 
 // ThresholdSweep draws the paper's Table 4 as a plot: the projected-map precision,
 // recall and F1 against the threshold η (log scale; Report.ProjectedMap), one line
-// per report (seeds, environments), and as a dashed horizontal line of the same
-// colour the Viterbi-path map's score at its cutoff (Report.ViterbiMap), the
+// per report (seeds, environments), and as a wide pale band of the same colour under
+// it the Viterbi-path map's score at its cutoff (Report.ViterbiMap), the
 // sharper read-out of Sec. 5.3. Reports are labelled "env seed N".
 func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 	if len(reports) == 0 {
@@ -80,7 +80,9 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 			if err != nil {
 				return nil, fmt.Errorf("figures.ThresholdSweep: %w", err)
 			}
-			vit.Color, vit.Width, vit.Dashes = col, 1, []vg.Length{4, 3}
+			// A wide pale band under the run's line: visible where the two coincide
+			// (recall 1 = 1), never hiding the line.
+			vit.Color, vit.Width = pale(col), 5
 			p.Add(vit, line, points)
 			if mi == 0 {
 				keys = append(keys, legendKey{color: col, label: fmt.Sprintf("%s seed %d", r.Env, r.Seed)})
@@ -88,8 +90,13 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 		}
 		row[mi] = p
 	}
-	keys = append(keys, legendKey{color: color.Gray{0x40}, dashed: true,
-		label: fmt.Sprintf("Viterbi-path map (> %g%% of T)", 100*reports[0].ViterbiMap.CutoffFraction)})
+	vitKey := legendKey{color: pale(seriesColors[0]), width: 5,
+		label: fmt.Sprintf("Viterbi-path map (> %g%% of T)", 100*reports[0].ViterbiMap.CutoffFraction)}
+	if len(reports) > 1 {
+		vitKey.color = pale(color.Gray{0x40})
+		vitKey.label += ", in each run's colour"
+	}
+	keys = append(keys, vitKey)
 	strip := legendStrip(keys)
 	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{stacked{top: alignedPlots{row}, bottom: strip, bottomH: strip.height(760)}},
 		Width: 760, Height: 270 + strip.height(760), Title: "Map-edge scores vs threshold (Table 4)"}, nil
@@ -143,7 +150,14 @@ func roundSig(v float64, digits int) float64 {
 type legendKey struct {
 	color  color.Color
 	dashed bool
+	width  vg.Length // line width; 0: 1.5
 	label  string
+}
+
+// pale is c at 35% opacity (a reference band under a line of colour c).
+func pale(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 89} // 0.35 × 255
 }
 
 // legendStrip draws legend entries side by side, wrapping into rows; it sits
@@ -188,6 +202,9 @@ func (l legendStrip) Draw(c draw.Canvas) {
 		x := c.Min.X + 10 + xs[i]
 		y := c.Max.Y - 3 - legendRowH/2 - vg.Length(rows[i])*legendRowH
 		ls := draw.LineStyle{Color: k.color, Width: 1.5}
+		if k.width > 0 {
+			ls.Width = k.width
+		}
 		if k.dashed {
 			ls.Dashes = []vg.Length{4, 3}
 		}
