@@ -2,9 +2,8 @@ package main
 
 import (
 	"fmt"
-	"math"
+	"io"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
-	"github.com/gradcscg/gradcscg/pkg/progress"
 )
 
 func init() {
@@ -284,79 +283,32 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 	return &symbolicOutcome{report: rep, model: m, env: env, heldOut: heldOut, states: states, classes: classes}, nil
 }
 
-// trainSymbolic trains m in place and returns the training history (for EM, of the
-// restart kept).
+// trainSymbolic trains m in place with experiment.TrainSymbolic (the trainer of the
+// notebooks too) and returns the training history (for EM, of the restart kept).
 func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*chmm.History, error) {
-	var bar *progress.Bar
-	workers := runtime.GOMAXPROCS(0)
-	switch o.trainer {
-	case "em":
-		cfg := chmm.DefaultEMConfig()
-		cfg.Workers = workers
-		cfg.Seed = o.seed
-		if o.iters > 0 {
-			cfg.MaxIters = o.iters
-		}
-		// The original CSCG's pseudocount for rooms where the environment gives none:
-		// hard EM leaves exact zeros, and without it a held-out walk can be unreadable.
-		cfg.Pseudocount = def.Pseudocount
-		if cfg.Pseudocount == 0 {
-			cfg.Pseudocount = chmm.DefaultEMConfig().Pseudocount
-		}
-		if o.pseudocount >= 0 {
-			cfg.Pseudocount = o.pseudocount
-		}
-		// Restarts: EM from o.restarts initialisations, keeping the model with the
-		// highest training likelihood (training data only).
-		best, bestLL := (*chmm.Model)(nil), math.Inf(-1)
-		var bestHist *chmm.History
-		for r := range max(1, o.restarts) {
-			mr := m.Clone()
-			if r > 0 {
-				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(o.seed, 2+uint64(r)<<8)))
-				cfg.Seed = o.seed + uint64(r)<<32
-			}
-			if !o.quiet {
-				bar = progress.New(stderr, fmt.Sprintf("EM start %d/%d", r+1, max(1, o.restarts)), cfg.MaxIters)
-				cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
-			}
-			h, err := chmm.TrainEM(mr, train, cfg)
-			if err != nil {
-				return nil, err
-			}
-			bar.Finish(len(h.LogLik), "%s", h.Stop)
-			ll, err := chmm.LogLikelihood(mr, train)
-			if err != nil {
-				return nil, err
-			}
-			if ll > bestLL {
-				best, bestLL, bestHist = mr, ll, h
-			}
-		}
-		*m = *best
-		return bestHist, nil
-	default:
-		cfg := chmm.DefaultGradConfig()
-		cfg.Workers = workers
-		cfg.Seed = o.seed
-		if o.iters > 0 {
-			cfg.Iters = o.iters
-		}
-		if o.lr > 0 {
-			cfg.LR = o.lr
-		}
-		cfg.EntropyWeight = o.entropy
-		if !o.quiet {
-			bar = progress.New(stderr, "gradient", cfg.Iters)
-			cfg.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
-		}
-		h, err := chmm.TrainGradient(m, train, cfg)
-		if err != nil {
-			return nil, err
-		}
-		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
-		return h, nil
+	t := experiment.Training{Trainer: o.trainer, Seed: o.seed, Iters: o.iters, LR: o.lr, Entropy: o.entropy,
+		ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Restarts: o.restarts}
+	// The original CSCG's pseudocount for rooms where the environment gives none:
+	// hard EM leaves exact zeros, and without it a held-out walk can be unreadable.
+	t.Pseudocount = def.Pseudocount
+	if t.Pseudocount == 0 {
+		t.Pseudocount = chmm.DefaultEMConfig().Pseudocount
 	}
+	if o.pseudocount >= 0 {
+		t.Pseudocount = o.pseudocount
+	}
+	var out io.Writer = stderr
+	if o.quiet {
+		out = nil
+	}
+	best, h, err := experiment.TrainSymbolic(m, train, t, out)
+	if err != nil {
+		return nil, err
+	}
+	if best != m {
+		*m = *best
+	}
+	return h, nil
 }
 
 func runEnvs(args []string) error {

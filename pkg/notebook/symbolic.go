@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -19,14 +18,14 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
-	"github.com/gradcscg/gradcscg/pkg/progress"
 )
 
 // Symbolic trainers (paper Sec. 5.1).
 const (
-	TrainerGradient = "gradient" // Adam on (π, Θ) (chmm.TrainGradient)
-	TrainerEM       = "em"       // the original CSCG's Baum–Welch (chmm.TrainEM)
+	TrainerGradient = experiment.TrainerGradient // Adam on (π, Θ) (chmm.TrainGradient)
+	TrainerEM       = experiment.TrainerEM       // the original CSCG's Baum–Welch (chmm.TrainEM)
 )
 
 // Files of a symbolic run directory.
@@ -295,61 +294,11 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 	return run, nil
 }
 
-// trainSymbolic trains m as `gradcscg symbolic` does: EM from cfg.Restarts
-// initialisations keeping the highest training likelihood, or Adam.
+// trainSymbolic trains m with experiment.TrainSymbolic, the trainer of `gradcscg
+// symbolic` too.
 func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out io.Writer) (*chmm.Model, *chmm.History, error) {
-	workers := runtime.GOMAXPROCS(0)
-	if cfg.Trainer == TrainerGradient {
-		gc := chmm.DefaultGradConfig()
-		gc.Workers, gc.Seed = workers, cfg.Seed
-		if cfg.Iters > 0 {
-			gc.Iters = cfg.Iters
-		}
-		var bar *progress.Bar
-		if out != nil {
-			bar = progress.New(out, "gradient", gc.Iters)
-			gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
-		}
-		h, err := chmm.TrainGradient(m, train, gc)
-		if err != nil {
-			return nil, nil, err
-		}
-		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
-		return m, h, nil
-	}
-	ec := chmm.DefaultEMConfig()
-	ec.Workers, ec.Seed, ec.Pseudocount, ec.ViterbiIters = workers, cfg.Seed, cfg.Pseudocount, cfg.ViterbiIters
-	if cfg.Iters > 0 {
-		ec.MaxIters = cfg.Iters
-	}
-	var best *chmm.Model
-	var bestH *chmm.History
-	bestLL := math.Inf(-1)
-	for r := range max(1, cfg.Restarts) {
-		mr := m.Clone()
-		if r > 0 {
-			mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(cfg.Seed, 2+uint64(r)<<8)))
-			ec.Seed = cfg.Seed + uint64(r)<<32
-		}
-		var bar *progress.Bar
-		if out != nil {
-			bar = progress.New(out, fmt.Sprintf("EM start %d/%d", r+1, max(1, cfg.Restarts)), ec.MaxIters)
-			ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
-		}
-		h, err := chmm.TrainEM(mr, train, ec)
-		if err != nil {
-			return nil, nil, err
-		}
-		bar.Finish(len(h.LogLik), "%s", h.Stop)
-		ll, err := chmm.LogLikelihood(mr, train)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ll > bestLL {
-			best, bestH, bestLL = mr, h, ll
-		}
-	}
-	return best, bestH, nil
+	return experiment.TrainSymbolic(m, train, experiment.Training{Trainer: cfg.Trainer, Seed: cfg.Seed, Iters: cfg.Iters,
+		Pseudocount: cfg.Pseudocount, ViterbiIters: cfg.ViterbiIters, Restarts: cfg.Restarts}, out)
 }
 
 // checkOrWriteSymbolicConfig writes cfg to dir, or checks that the config already

@@ -1,0 +1,8 @@
+// Package experiment holds the experiments a user runs, between the engines
+// (gridworld, chmm, vqvae, pipeline, evaluate, plan, figures) and the two front ends
+// (cmd/gradcscg and the notebooks), so that both run the same code.
+//
+// So far: TrainSymbolic, the symbolic trainer of paper Sec. 5.1 (gradient or EM with
+// restarts) behind `gradcscg symbolic`, the symbolic and cscg suites, Figure 3 and
+// notebook.Symbolic.
+package experiment

@@ -1,0 +1,102 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+)
+
+// Symbolic trainers (paper Sec. 5.1).
+const (
+	TrainerGradient = "gradient" // Adam on (π, Θ) (chmm.TrainGradient)
+	TrainerEM       = "em"       // the original CSCG's Baum–Welch (chmm.TrainEM)
+)
+
+// Training is how TrainSymbolic trains. A zero field means the trainer's default
+// (chmm.DefaultGradConfig, chmm.DefaultEMConfig) except where stated.
+type Training struct {
+	Trainer string // TrainerGradient or TrainerEM
+	Seed    uint64 // chunk sampling, clone splits, EM restarts
+	Iters   int    // maximum iterations
+	// Gradient: Adam's learning rate and the transition-entropy weight η (paper
+	// Sec. 3.6; 0: none).
+	LR, Entropy float64
+	// EM: the pseudocount (0: none), the hard (Viterbi) iterations after Baum–Welch
+	// (0: none) and the initialisations tried, the one with the highest training
+	// likelihood kept (0 or 1: the given model only). Restart r > 0 starts from
+	// chmm.New with the seed stream (Seed, 2 + r<<8).
+	Pseudocount  float64
+	ViterbiIters int
+	Restarts     int
+}
+
+// TrainSymbolic trains m on train and returns the trained model (m itself for the
+// gradient trainer; for EM the best restart, m when it is the first) and the kept
+// run's history. Progress bars go to progressOut when it is not nil.
+func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer) (*chmm.Model, *chmm.History, error) {
+	workers := runtime.GOMAXPROCS(0)
+	switch t.Trainer {
+	case TrainerGradient:
+		gc := chmm.DefaultGradConfig()
+		gc.Workers, gc.Seed, gc.EntropyWeight = workers, t.Seed, t.Entropy
+		if t.Iters > 0 {
+			gc.Iters = t.Iters
+		}
+		if t.LR > 0 {
+			gc.LR = t.LR
+		}
+		var bar *progress.Bar
+		if progressOut != nil {
+			bar = progress.New(progressOut, "gradient", gc.Iters)
+			gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
+		}
+		h, err := chmm.TrainGradient(m, train, gc)
+		if err != nil {
+			return nil, nil, err
+		}
+		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+		return m, h, nil
+	case TrainerEM:
+		ec := chmm.DefaultEMConfig()
+		ec.Workers, ec.Seed, ec.Pseudocount, ec.ViterbiIters = workers, t.Seed, t.Pseudocount, t.ViterbiIters
+		if t.Iters > 0 {
+			ec.MaxIters = t.Iters
+		}
+		var best *chmm.Model
+		var bestH *chmm.History
+		bestLL := math.Inf(-1)
+		for r := range max(1, t.Restarts) {
+			mr := m
+			if r > 0 {
+				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8)))
+				ec.Seed = t.Seed + uint64(r)<<32
+			} else if t.Restarts > 1 {
+				mr = m.Clone()
+			}
+			var bar *progress.Bar
+			if progressOut != nil {
+				bar = progress.New(progressOut, fmt.Sprintf("EM start %d/%d", r+1, max(1, t.Restarts)), ec.MaxIters)
+				ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
+			}
+			h, err := chmm.TrainEM(mr, train, ec)
+			if err != nil {
+				return nil, nil, err
+			}
+			bar.Finish(len(h.LogLik), "%s", h.Stop)
+			ll, err := chmm.LogLikelihood(mr, train)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ll > bestLL {
+				best, bestH, bestLL = mr, h, ll
+			}
+		}
+		return best, bestH, nil
+	}
+	return nil, nil, fmt.Errorf("experiment: trainer %q: want %q or %q", t.Trainer, TrainerGradient, TrainerEM)
+}
