@@ -13,6 +13,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/plan"
@@ -325,8 +326,8 @@ func (o *planOptions) load() (*plan.Map, *gridworld.Env, plan.Observer, *planRep
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		toToken, classes := tokenMap(env)
-		if err := m.CheckCompatible(len(classes), env.NumActions()); err != nil {
+		tokens := experiment.NewTokens(env)
+		if err := m.CheckCompatible(len(tokens.Classes), env.NumActions()); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("%s does not fit environment %s: %w", o.model, env.Name, err)
 		}
 		mp, err := plan.NewMap(m)
@@ -335,7 +336,7 @@ func (o *planOptions) load() (*plan.Map, *gridworld.Env, plan.Observer, *planRep
 		}
 		sym := make(plan.Symbols, env.NumPlaces())
 		for g, c := range env.Class {
-			sym[g] = toToken[c]
+			sym[g], _ = tokens.Token(c)
 		}
 		return mp, env, sym, &planReport{Source: o.model, Dataset: "symbolic", Obs: "symbols"}, nil
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -89,24 +87,6 @@ func loadEnv(name, layout string) (*gridworld.Env, error) {
 	return gridworld.Named(name)
 }
 
-// tokenMap compacts the class ids an environment shows into tokens 0..K-1
-// (symbolic observations: the token of a class is its rank among the classes).
-func tokenMap(env *gridworld.Env) (classToToken map[int]int, classes []int) {
-	seen := map[int]bool{}
-	for _, c := range env.Class {
-		seen[c] = true
-	}
-	for c := range seen {
-		classes = append(classes, c)
-	}
-	sort.Ints(classes)
-	classToToken = make(map[int]int, len(classes))
-	for k, c := range classes {
-		classToToken[c] = k
-	}
-	return classToToken, classes
-}
-
 // parseClonesFor parses "class=clones,..." into a map.
 func parseClonesFor(s string) (map[int]int, error) {
 	out := map[int]int{}
@@ -175,9 +155,10 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 	if o.clonesPerToken == "" {
 		perClass = def.ClonesByClass
 	}
-	toToken, classes := tokenMap(env)
+	tokens := experiment.NewTokens(env)
+	classes := tokens.Classes
 	for c := range perClass {
-		if _, ok := toToken[c]; !ok {
+		if _, ok := tokens.Token(c); !ok {
 			return nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
 		}
 	}
@@ -198,20 +179,12 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 		return nil, err
 	}
 
-	seqs := func(eps []gridworld.Episode) []chmm.Sequence {
-		out := make([]chmm.Sequence, len(eps))
-		for i, ep := range eps {
-			obs := make([]int, len(ep.Obs))
-			for t, c := range ep.Obs {
-				obs[t] = toToken[c]
-			}
-			out[i] = chmm.Sequence{Obs: obs, Actions: ep.Actions}
-		}
-		return out
+	var train []chmm.Sequence
+	for _, ep := range experiment.SymbolicTrainingWalks(env, o.seed, o.episodes, o.steps) {
+		train = append(train, tokens.Sequence(ep))
 	}
-	train := seqs(env.TrainingEpisodes(rand.New(rand.NewPCG(o.seed, 1)), o.episodes, o.steps))
-	heldOut := env.Walk(rand.New(rand.NewPCG(o.seed, 3)), o.evalSteps)
-	test := seqs([]gridworld.Episode{heldOut})[0]
+	heldOut := experiment.SymbolicHeldOutWalk(env, o.seed, o.evalSteps)
+	test := tokens.Sequence(heldOut)
 
 	var m *chmm.Model
 	if o.loadPath != "" {
@@ -222,7 +195,7 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 			return nil, fmt.Errorf("%s does not fit environment %s: %w", o.loadPath, env.Name, err)
 		}
 	} else {
-		m = chmm.New(clones, env.NumActions(), rand.New(rand.NewPCG(o.seed, 2)))
+		m = experiment.SymbolicInit(clones, env.NumActions(), o.seed)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",

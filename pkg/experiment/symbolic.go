@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/progress"
 )
 
@@ -73,7 +74,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		for r := range max(1, t.Restarts) {
 			mr := m
 			if r > 0 {
-				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8)))
+				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8))) // SymbolicInit's stream family
 				ec.Seed = t.Seed + uint64(r)<<32
 			} else if t.Restarts > 1 {
 				mr = m.Clone()
@@ -99,4 +100,55 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		return best, bestH, nil
 	}
 	return nil, nil, fmt.Errorf("experiment: trainer %q: want %q or %q", t.Trainer, TrainerGradient, TrainerEM)
+}
+
+// Tokens maps an environment's classes to the tokens of a symbolic run: token k is
+// the k-th smallest class the environment shows (gridworld.Env.ClassesUsed).
+type Tokens struct {
+	Classes []int // token k shows class Classes[k]
+	toToken map[int]int
+}
+
+// NewTokens returns the token map of env.
+func NewTokens(env *gridworld.Env) Tokens {
+	t := Tokens{Classes: env.ClassesUsed(), toToken: map[int]int{}}
+	for k, c := range t.Classes {
+		t.toToken[c] = k
+	}
+	return t
+}
+
+// Token returns the token of class c and whether env shows c.
+func (t Tokens) Token(c int) (int, bool) {
+	k, ok := t.toToken[c]
+	return k, ok
+}
+
+// Sequence returns ep's observations as tokens, with its actions.
+func (t Tokens) Sequence(ep gridworld.Episode) chmm.Sequence {
+	obs := make([]int, len(ep.Obs))
+	for i, c := range ep.Obs {
+		obs[i] = t.toToken[c]
+	}
+	return chmm.Sequence{Obs: obs, Actions: ep.Actions}
+}
+
+// The seed streams of a symbolic run with seed s — (s, 1) the training walks, (s, 2)
+// the initial model, (s, 3) the held-out walk — in one place for the CLI, the suites,
+// Figure 3 and the notebooks, so the same settings give the same run everywhere.
+
+// SymbolicTrainingWalks returns the run's training episodes.
+func SymbolicTrainingWalks(env *gridworld.Env, seed uint64, episodes, steps int) []gridworld.Episode {
+	return env.TrainingEpisodes(rand.New(rand.NewPCG(seed, 1)), episodes, steps)
+}
+
+// SymbolicHeldOutWalk returns the run's held-out walk of steps observations.
+func SymbolicHeldOutWalk(env *gridworld.Env, seed uint64, steps int) gridworld.Episode {
+	return env.Walk(rand.New(rand.NewPCG(seed, 3)), steps)
+}
+
+// SymbolicInit returns the run's initial model (chmm.New; TrainSymbolic's EM
+// restarts r > 0 draw theirs from (seed, 2 + r<<8)).
+func SymbolicInit(clones []int, numActions int, seed uint64) *chmm.Model {
+	return chmm.New(clones, numActions, rand.New(rand.NewPCG(seed, 2)))
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -212,21 +211,10 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 		return nil, err
 	}
 	run := &SymbolicRun{Config: cfg, Env: env}
-	toToken := map[int]int{}
-	run.Classes = env.ClassesUsed()
-	for k, c := range run.Classes {
-		toToken[c] = k
-	}
-	seq := func(ep gridworld.Episode) chmm.Sequence {
-		obs := make([]int, len(ep.Obs))
-		for t, c := range ep.Obs {
-			obs[t] = toToken[c]
-		}
-		return chmm.Sequence{Obs: obs, Actions: ep.Actions}
-	}
-	// The seed streams of `gradcscg symbolic`: training walks, initialisation, held-out walk.
-	run.HeldOut = env.Walk(rand.New(rand.NewPCG(cfg.Seed, 3)), cfg.EvalSteps)
-	test := seq(run.HeldOut)
+	tokens := experiment.NewTokens(env)
+	run.Classes = tokens.Classes
+	run.HeldOut = experiment.SymbolicHeldOutWalk(env, cfg.Seed, cfg.EvalSteps)
+	test := tokens.Sequence(run.HeldOut)
 	run.Tokens = test.Obs
 
 	reportPath := filepath.Join(dir, SymbolicReportFile)
@@ -253,10 +241,10 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 		}
 	}
 	var train []chmm.Sequence
-	for _, ep := range env.TrainingEpisodes(rand.New(rand.NewPCG(cfg.Seed, 1)), cfg.Episodes, cfg.Steps) {
-		train = append(train, seq(ep))
+	for _, ep := range experiment.SymbolicTrainingWalks(env, cfg.Seed, cfg.Episodes, cfg.Steps) {
+		train = append(train, tokens.Sequence(ep))
 	}
-	m := chmm.New(clones, env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 2)))
+	m := experiment.SymbolicInit(clones, env.NumActions(), cfg.Seed)
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "%s: %d places, %d tokens, %d states; %d×%d training steps; trainer %s\n",
 			env.Name, env.NumPlaces(), m.K(), m.N(), cfg.Episodes, cfg.Steps, cfg.Trainer)
