@@ -490,6 +490,20 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 		"*hard F1* from Viterbi on the hard tokens.\n\n", arch, seeds)
 	b.WriteString("| env | variant | seed | K' | interventions | perplexity | H(token\\|place) | map recall | map F1 | hard F1 | state→place purity | action acc. | minutes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	path := filepath.Join(out, "ablation.md")
+	if arch != "conv" {
+		path = filepath.Join(out, arch+"_ablation.md")
+	}
+	// The table is rewritten after every run, so an interrupted suite leaves the rows
+	// it finished (and says how many are missing).
+	total, done := len(envs)*len(ablations)*seeds, 0
+	flush := func() error {
+		text := b.String()
+		if done < total {
+			text += fmt.Sprintf("\n%d of %d runs so far; rerun the same command to resume.\n", done, total)
+		}
+		return writeFileAtomic(path, []byte(text))
+	}
 	for _, env := range envs {
 		for _, ab := range ablations {
 			for seed := 1; seed <= seeds; seed++ {
@@ -519,6 +533,10 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					}
 					fmt.Fprintf(&b, "| %s | %s | %d | – | – | – | – | – | – | – | – | – | failed: %s |\n",
 						env, ab.name, seed, strings.ReplaceAll(msg, "|", "/"))
+					done++
+					if err := flush(); err != nil {
+						return err
+					}
 					continue
 				}
 				hardF1 := "–"
@@ -533,14 +551,14 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					env, ab.name, seed, rep.NumTokens, interventions([]*evaluate.Report{rep}), rep.Perplexity, rep.HTokenGivenPlace,
 					rep.ViterbiMap.Recall, rep.ViterbiMap.F1, hardF1, rep.StatePlacePurity, rep.ActionAccuracy,
 					rep.Seconds["total"]/60)
+				done++
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	path := filepath.Join(out, "ablation.md")
-	if arch != "conv" {
-		path = filepath.Join(out, arch+"_ablation.md")
-	}
-	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
+	if err := flush(); err != nil {
 		return err
 	}
 	fmt.Fprint(stdout, b.String())
