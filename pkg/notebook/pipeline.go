@@ -63,7 +63,8 @@ func sized(cfg pipeline.Config) (pipeline.Config, error) {
 // iterations of 2 chunks × 64 steps, 100 finalisation iterations. It exercises every
 // phase but does not recover the map (measured on aliased: Viterbi-path recall ≈ 0.5).
 func Smoke(cfg pipeline.Config) pipeline.Config {
-	cfg.Arch, cfg.D = "mlp", 16
+	cfg = cfg.WithArch("mlp")
+	cfg.D = 16
 	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
 	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
 	cfg.RecenterFrames = 1000
