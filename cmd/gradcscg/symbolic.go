@@ -21,6 +21,7 @@ func init() {
 // symbolicOptions are the flags of "gradcscg symbolic".
 type symbolicOptions struct {
 	env, layout, trainer string
+	init                 string
 	seed                 uint64
 	episodes, steps      int
 	evalSteps            int
@@ -53,12 +54,16 @@ func runSymbolic(args []string) error {
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
 	fs.IntVar(&o.restarts, "restarts", 3, "EM trainer: initialisations tried; the one with the highest training likelihood is kept")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
+	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
 	fs.StringVar(&o.loadPath, "load", "", "evaluate this saved model instead of training one")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if o.init != experiment.InitUniform && o.init != experiment.InitRandom {
+		return fmt.Errorf("--init %q: must be uniform or random", o.init)
 	}
 	if o.trainer != "gradient" && o.trainer != "em" {
 		return fmt.Errorf("--trainer %q: must be gradient or em", o.trainer)
@@ -195,7 +200,7 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 			return nil, fmt.Errorf("%s does not fit environment %s: %w", o.loadPath, env.Name, err)
 		}
 	} else {
-		m = experiment.SymbolicInit(clones, env.NumActions(), o.seed)
+		m = experiment.SymbolicInit(clones, env.NumActions(), o.seed, o.init)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
@@ -260,7 +265,7 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 // notebooks too) and returns the training history (for EM, of the restart kept).
 func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*chmm.History, error) {
 	t := experiment.Training{Trainer: o.trainer, Seed: o.seed, Iters: o.iters, LR: o.lr, Entropy: o.entropy,
-		ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Restarts: o.restarts}
+		ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Restarts: o.restarts, Init: o.init}
 	// The original CSCG's pseudocount for rooms where the environment gives none:
 	// hard EM leaves exact zeros, and without it a held-out walk can be unreadable.
 	t.Pseudocount = def.Pseudocount

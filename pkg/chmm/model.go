@@ -92,6 +92,32 @@ func New(clones []int, numActions int, rng *rand.Rand) *Model {
 	return m
 }
 
+// NewRandom returns a model initialised as the original CSCG initialises its
+// transitions (chmm_actions.py: T = rand(A, N, N), rows normalised): every
+// transition toward a real destination gets weight u ~ U(0, 1], drawn per action,
+// i.e. logit log u; the sink keeps New's weight 10 and π is New's. EM from this
+// start leaves the symmetric point where every clone of a token is alike sooner
+// than from New's near-uniform one (issue of EM starts; measured in the README).
+func NewRandom(clones []int, numActions int, rng *rand.Rand) *Model {
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0, 0))
+	}
+	m := New(clones, numActions, rng)
+	if m.ThetaLogits == nil {
+		return m
+	}
+	n := m.N()
+	for a := range numActions {
+		for i := range n {
+			row := m.ThetaLogits[(a*n+i)*n:][:n]
+			for j := range n - 1 {
+				row[j] = math.Log(1 - rng.Float64()) // u in (0, 1]
+			}
+		}
+	}
+	return m
+}
+
 // K returns the number of tokens.
 func (m *Model) K() int { return len(m.Clones) }
 

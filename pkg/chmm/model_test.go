@@ -3,6 +3,7 @@ package chmm
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -158,5 +159,43 @@ func TestCheckErrors(t *testing.T) {
 	}
 	if err := m.CheckCompatible(2, 4); err == nil || !strings.Contains(err.Error(), "2 actions, data has 4") {
 		t.Errorf("CheckCompatible actions: %v", err)
+	}
+}
+
+// TestNewRandom: the original CSCG's start — every real destination's weight in
+// (0, 1] (so its logit ≤ 0 and finite), different per action and per row, the sink
+// and π as New's, and the same model for the same seed.
+func TestNewRandom(t *testing.T) {
+	clones := []int{3, 2}
+	m := NewRandom(clones, 2, rand.New(rand.NewPCG(5, 6)))
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := m.N()
+	distinct := map[float64]bool{}
+	for a := range 2 {
+		for i := range n {
+			row := m.ThetaLogits[(a*n+i)*n:][:n]
+			for j, v := range row[:n-1] {
+				if !(v <= 0) || math.IsInf(v, 0) {
+					t.Fatalf("logit [%d,%d,%d] = %g, want log u with u in (0, 1]", a, i, j, v)
+				}
+				distinct[v] = true
+			}
+			if row[n-1] != math.Log(initSinkWeight) {
+				t.Fatalf("sink logit %g", row[n-1])
+			}
+		}
+	}
+	if len(distinct) < 2*n*(n-1)-2 {
+		t.Errorf("only %d distinct logits of %d", len(distinct), 2*n*(n-1))
+	}
+	again := NewRandom(clones, 2, rand.New(rand.NewPCG(5, 6)))
+	if !reflect.DeepEqual(m.ThetaLogits, again.ThetaLogits) || !reflect.DeepEqual(m.PiLogits, again.PiLogits) {
+		t.Error("same seed, different model")
+	}
+	ref := New(clones, 2, rand.New(rand.NewPCG(5, 6)))
+	if !reflect.DeepEqual(m.PiLogits, ref.PiLogits) {
+		t.Error("π differs from New's")
 	}
 }

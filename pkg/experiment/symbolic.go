@@ -34,12 +34,24 @@ type Training struct {
 	Pseudocount  float64
 	ViterbiIters int
 	Restarts     int
+	// Init is the start of the EM restarts r > 0 (the first start is the model
+	// given): InitUniform (chmm.New, default) or InitRandom (chmm.NewRandom).
+	Init string
 }
+
+// Initialisations of a symbolic model (SymbolicInit).
+const (
+	InitUniform = "uniform" // chmm.New: near-uniform transitions (the reference's)
+	InitRandom  = "random"  // chmm.NewRandom: the original CSCG's T ~ U(0, 1)
+)
 
 // TrainSymbolic trains m on train and returns the trained model (m itself for the
 // gradient trainer; for EM the best restart, m when it is the first) and the kept
 // run's history. Progress bars go to progressOut when it is not nil.
 func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer) (*chmm.Model, *chmm.History, error) {
+	if t.Init != "" && t.Init != InitUniform && t.Init != InitRandom {
+		return nil, nil, fmt.Errorf("experiment: init %q: want %q or %q", t.Init, InitUniform, InitRandom)
+	}
 	workers := runtime.GOMAXPROCS(0)
 	switch t.Trainer {
 	case TrainerGradient:
@@ -74,7 +86,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		for r := range max(1, t.Restarts) {
 			mr := m
 			if r > 0 {
-				mr = chmm.New(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8))) // SymbolicInit's stream family
+				mr = newModel(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8)), t.Init) // SymbolicInit's stream family
 				ec.Seed = t.Seed + uint64(r)<<32
 			} else if t.Restarts > 1 {
 				mr = m.Clone()
@@ -147,8 +159,15 @@ func SymbolicHeldOutWalk(env *gridworld.Env, seed uint64, steps int) gridworld.E
 	return env.Walk(rand.New(rand.NewPCG(seed, 3)), steps)
 }
 
-// SymbolicInit returns the run's initial model (chmm.New; TrainSymbolic's EM
-// restarts r > 0 draw theirs from (seed, 2 + r<<8)).
-func SymbolicInit(clones []int, numActions int, seed uint64) *chmm.Model {
-	return chmm.New(clones, numActions, rand.New(rand.NewPCG(seed, 2)))
+// SymbolicInit returns the run's initial model: init InitUniform ("" too) or
+// InitRandom (TrainSymbolic's EM restarts r > 0 draw theirs from (seed, 2 + r<<8)).
+func SymbolicInit(clones []int, numActions int, seed uint64, init string) *chmm.Model {
+	return newModel(clones, numActions, rand.New(rand.NewPCG(seed, 2)), init)
+}
+
+func newModel(clones []int, numActions int, rng *rand.Rand, init string) *chmm.Model {
+	if init == InitRandom {
+		return chmm.NewRandom(clones, numActions, rng)
+	}
+	return chmm.New(clones, numActions, rng)
 }

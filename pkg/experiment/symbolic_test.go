@@ -52,12 +52,12 @@ func TestTrainSymbolicEMKeepsBestRestart(t *testing.T) {
 		clones[k] = 3
 	}
 	tr := Training{Trainer: TrainerEM, Seed: 1, Iters: 30, Pseudocount: 1e-3}
-	one, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1), train, tr, nil)
+	one, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Restarts = 3
-	best, h, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1), train, tr, nil)
+	best, h, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil || h == nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestTrainSymbolicGradientInPlace(t *testing.T) {
 	for k := range clones {
 		clones[k] = 2
 	}
-	m := SymbolicInit(clones, env.NumActions(), 1)
+	m := SymbolicInit(clones, env.NumActions(), 1, InitUniform)
 	before, _ := chmm.LogLikelihood(m, train)
 	got, h, err := TrainSymbolic(m, train, Training{Trainer: TrainerGradient, Seed: 1, Iters: 50}, nil)
 	if err != nil {
@@ -88,5 +88,8 @@ func TestTrainSymbolicGradientInPlace(t *testing.T) {
 	}
 	if _, _, err := TrainSymbolic(m, train, Training{Trainer: "sgd"}, nil); err == nil || !strings.Contains(err.Error(), "sgd") {
 		t.Errorf("trainer sgd: %v", err)
+	}
+	if _, _, err := TrainSymbolic(m, train, Training{Trainer: TrainerEM, Init: "zeros"}, nil); err == nil || !strings.Contains(err.Error(), "zeros") {
+		t.Errorf("init zeros: %v", err)
 	}
 }

@@ -244,7 +244,7 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 	for _, ep := range experiment.SymbolicTrainingWalks(env, cfg.Seed, cfg.Episodes, cfg.Steps) {
 		train = append(train, tokens.Sequence(ep))
 	}
-	m := experiment.SymbolicInit(clones, env.NumActions(), cfg.Seed)
+	m := experiment.SymbolicInit(clones, env.NumActions(), cfg.Seed, experiment.InitUniform)
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "%s: %d places, %d tokens, %d states; %d×%d training steps; trainer %s\n",
 			env.Name, env.NumPlaces(), m.K(), m.N(), cfg.Episodes, cfg.Steps, cfg.Trainer)
