@@ -195,3 +195,10 @@ func flagError(fs *flag.FlagSet, err error) string {
 	}
 	return fmt.Sprintf("--%s %s: must be %s", name, v, want)
 }
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

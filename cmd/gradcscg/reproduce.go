@@ -139,7 +139,11 @@ func runReproduce(args []string) error {
 					continue
 				}
 				if rep == nil {
-					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: *restarts, quiet: *quiet})
+					rs := *restarts // EM's; the gradient rows train one start
+					if tr != "em" {
+						rs = 1
+					}
+					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: rs, quiet: *quiet})
 					if err != nil {
 						return fmt.Errorf("%s seed %d: %w", key, seed, err)
 					}

@@ -52,7 +52,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
-	fs.IntVar(&o.restarts, "restarts", 3, "EM trainer: initialisations tried; the one with the highest training likelihood is kept")
+	fs.IntVar(&o.restarts, "restarts", 3, "initialisations tried; the one with the highest training likelihood is kept (the gradient trainer: 1 unless given)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
@@ -61,6 +61,9 @@ func runSymbolic(args []string) error {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if o.trainer == "gradient" && !flagGiven(fs, "restarts") {
+		o.restarts = 1
 	}
 	if o.init != experiment.InitUniform && o.init != experiment.InitRandom {
 		return fmt.Errorf("--init %q: must be uniform or random", o.init)
@@ -244,9 +247,7 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
-	if o.trainer == "em" {
-		rep.Extra["em_restarts"] = max(1, o.restarts)
-	}
+	rep.Extra["restarts"] = max(1, o.restarts)
 	if hist != nil { // the kept run's: how long it trained and why it stopped
 		rep.Extra["train_iterations"] = len(hist.LogLik)
 		rep.Extra["train_stop"] = hist.Stop

@@ -117,11 +117,7 @@ func runTrain(args []string) error {
 }
 
 // given reports whether flag name was on the command line.
-func (o *trainOptions) given(name string) bool {
-	found := false
-	o.set.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-	return found
-}
+func (o *trainOptions) given(name string) bool { return flagGiven(o.set, name) }
 
 // pipelineConfig builds the run's configuration: --config or the environment's
 // defaults (reduced by --size ci), then the flags that were given.

@@ -12,6 +12,50 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/progress"
 )
 
+// keepBest trains max(1, t.Restarts) starts with train1 — m itself, then models
+// drawn from the seed streams (t.Seed, 2 + r<<8) — and returns the one with the
+// highest training likelihood (training data only) and its history.
+func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer,
+	train1 func(mr *chmm.Model, r int, bar func(total int) *progress.Bar) (*chmm.History, error)) (*chmm.Model, *chmm.History, error) {
+	n := max(1, t.Restarts)
+	var best *chmm.Model
+	var bestH *chmm.History
+	bestLL := math.Inf(-1)
+	for r := range n {
+		mr := m
+		if r > 0 {
+			mr = newModel(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8)), t.Init) // SymbolicInit's stream family
+		} else if n > 1 {
+			mr = m.Clone()
+		}
+		bar := func(total int) *progress.Bar {
+			if progressOut == nil {
+				return nil
+			}
+			name := t.Trainer
+			if t.Trainer == TrainerEM || n > 1 {
+				name = fmt.Sprintf("%s start %d/%d", map[string]string{TrainerEM: "EM", TrainerGradient: "gradient"}[t.Trainer], r+1, n)
+			}
+			return progress.New(progressOut, name, total)
+		}
+		h, err := train1(mr, r, bar)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n == 1 {
+			return mr, h, nil
+		}
+		ll, err := chmm.LogLikelihood(mr, train)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ll > bestLL {
+			best, bestH, bestLL = mr, h, ll
+		}
+	}
+	return best, bestH, nil
+}
+
 // Symbolic trainers (paper Sec. 5.1).
 const (
 	TrainerGradient = "gradient" // Adam on (π, Θ) (chmm.TrainGradient)
@@ -63,53 +107,32 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		if t.LR > 0 {
 			gc.LR = t.LR
 		}
-		var bar *progress.Bar
-		if progressOut != nil {
-			bar = progress.New(progressOut, "gradient", gc.Iters)
-			gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ll/step %.5f", p.LogLik) }
-		}
-		h, err := chmm.TrainGradient(m, train, gc)
-		if err != nil {
-			return nil, nil, err
-		}
-		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
-		return m, h, nil
+		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
+			gc.Seed = t.Seed + uint64(r)<<32
+			b := bar(gc.Iters)
+			gc.Progress = func(p chmm.Progress) { b.Update(p.Iter, "ll/step %.5f", p.LogLik) }
+			h, err := chmm.TrainGradient(mr, train, gc)
+			if err == nil {
+				b.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+			}
+			return h, err
+		})
 	case TrainerEM:
 		ec := chmm.DefaultEMConfig()
-		ec.Workers, ec.Seed, ec.Pseudocount, ec.ViterbiIters = workers, t.Seed, t.Pseudocount, t.ViterbiIters
+		ec.Workers, ec.Pseudocount, ec.ViterbiIters = workers, t.Pseudocount, t.ViterbiIters
 		if t.Iters > 0 {
 			ec.MaxIters = t.Iters
 		}
-		var best *chmm.Model
-		var bestH *chmm.History
-		bestLL := math.Inf(-1)
-		for r := range max(1, t.Restarts) {
-			mr := m
-			if r > 0 {
-				mr = newModel(m.Clones, m.NumActions, rand.New(rand.NewPCG(t.Seed, 2+uint64(r)<<8)), t.Init) // SymbolicInit's stream family
-				ec.Seed = t.Seed + uint64(r)<<32
-			} else if t.Restarts > 1 {
-				mr = m.Clone()
-			}
-			var bar *progress.Bar
-			if progressOut != nil {
-				bar = progress.New(progressOut, fmt.Sprintf("EM start %d/%d", r+1, max(1, t.Restarts)), ec.MaxIters)
-				ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
-			}
+		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
+			ec.Seed = t.Seed + uint64(r)<<32
+			b := bar(ec.MaxIters)
+			ec.Progress = func(p chmm.Progress) { b.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
 			h, err := chmm.TrainEM(mr, train, ec)
-			if err != nil {
-				return nil, nil, err
+			if err == nil {
+				b.Finish(len(h.LogLik), "%s", h.Stop)
 			}
-			bar.Finish(len(h.LogLik), "%s", h.Stop)
-			ll, err := chmm.LogLikelihood(mr, train)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ll > bestLL {
-				best, bestH, bestLL = mr, h, ll
-			}
-		}
-		return best, bestH, nil
+			return h, err
+		})
 	}
 	return nil, nil, fmt.Errorf("experiment: trainer %q: want %q or %q", t.Trainer, TrainerGradient, TrainerEM)
 }

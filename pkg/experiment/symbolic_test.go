@@ -93,3 +93,28 @@ func TestTrainSymbolicGradientInPlace(t *testing.T) {
 		t.Errorf("init zeros: %v", err)
 	}
 }
+
+// TestTrainSymbolicGradientRestarts: with restarts the gradient trainer keeps the
+// start with the highest training likelihood, at least the first start's.
+func TestTrainSymbolicGradientRestarts(t *testing.T) {
+	env, tok, train := threeRooms(t)
+	clones := make([]int, len(tok.Classes))
+	for k := range clones {
+		clones[k] = 2
+	}
+	tr := Training{Trainer: TrainerGradient, Seed: 1, Iters: 40}
+	one, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Restarts = 3
+	best, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llOne, _ := chmm.LogLikelihood(one, train)
+	llBest, _ := chmm.LogLikelihood(best, train)
+	if llBest < llOne-1e-9 {
+		t.Errorf("best of 3 starts ℓ = %g < the first start's %g", llBest, llOne)
+	}
+}

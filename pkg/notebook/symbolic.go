@@ -285,8 +285,12 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 // trainSymbolic trains m with experiment.TrainSymbolic, the trainer of `gradcscg
 // symbolic` too.
 func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out io.Writer) (*chmm.Model, *chmm.History, error) {
+	restarts := cfg.Restarts // EM's (the gradient trainer here trains one start)
+	if cfg.Trainer != TrainerEM {
+		restarts = 1
+	}
 	return experiment.TrainSymbolic(m, train, experiment.Training{Trainer: cfg.Trainer, Seed: cfg.Seed, Iters: cfg.Iters,
-		Pseudocount: cfg.Pseudocount, ViterbiIters: cfg.ViterbiIters, Restarts: cfg.Restarts}, out)
+		Pseudocount: cfg.Pseudocount, ViterbiIters: cfg.ViterbiIters, Restarts: restarts}, out)
 }
 
 // checkOrWriteSymbolicConfig writes cfg to dir, or checks that the config already
