@@ -171,14 +171,10 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 	return &stressRun{name: name, rep: rep}, nil
 }
 
-// extraNum is a numeric entry of rep.Extra (an int when fresh, a float64 after a JSON
-// round trip); NaN when absent.
+// extraNum is a numeric entry of rep.Extra; NaN when absent.
 func extraNum(rep *evaluate.Report, key string) float64 {
-	switch v := rep.Extra[key].(type) {
-	case int:
-		return float64(v)
-	case float64:
-		return v
+	if x, ok := rep.ExtraNumber(key); ok {
+		return x
 	}
 	return math.NaN()
 }

@@ -536,12 +536,8 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					continue
 				}
 				hardF1 := "–"
-				if h, ok := rep.Extra["hard_decoding"].(map[string]any); ok {
-					if f, ok := h["viterbi_map_f1"].(float64); ok {
-						hardF1 = fmt.Sprintf("%.3f", f)
-					}
-				} else if h, ok := rep.Extra["hard_decoding"].(map[string]float64); ok {
-					hardF1 = fmt.Sprintf("%.3f", h["viterbi_map_f1"])
+				if f, ok := rep.ExtraNumbers("hard_decoding")["viterbi_map_f1"]; ok {
+					hardF1 = fmt.Sprintf("%.3f", f)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %d | %v | %.2f | %.3f | %.2f | %.3f | %s | %.3f | %.3f | %.1f |\n",
 					env, ab.name, seed, rep.NumTokens, interventions([]*evaluate.Report{rep}), rep.Perplexity, rep.HTokenGivenPlace,

@@ -225,3 +225,42 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// ExtraNumber returns the number in Extra[key] and whether there is one. A fresh
+// report holds ints and float64s, one read back from JSON float64s; both read the same.
+func (r *Report) ExtraNumber(key string) (float64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	switch v := r.Extra[key].(type) {
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// ExtraNumbers returns the numbers of the map in Extra[key] (for example the other
+// read-out's headline metrics), nil when there is none: a fresh report holds a
+// map[string]float64, one read back from JSON a map[string]any.
+func (r *Report) ExtraNumbers(key string) map[string]float64 {
+	if r == nil {
+		return nil
+	}
+	switch m := r.Extra[key].(type) {
+	case map[string]float64:
+		return m
+	case map[string]any:
+		out := make(map[string]float64, len(m))
+		for k, v := range m {
+			if x, ok := v.(float64); ok {
+				out[k] = x
+			}
+		}
+		return out
+	}
+	return nil
+}

@@ -263,7 +263,7 @@ func ExtrasMarkdown(labels []string, reports []*evaluate.Report, keys, header []
 		row := []string{labels[i]}
 		for _, k := range keys {
 			v := "-"
-			if x, ok := r.Extra[k].(float64); ok {
+			if x, ok := r.ExtraNumber(k); ok { // an int in a fresh report
 				v = fmt.Sprintf("%.3f", x)
 			}
 			row = append(row, v)
