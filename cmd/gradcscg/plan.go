@@ -5,19 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
-	"github.com/gradcscg/gradcscg/pkg/dataset"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
-	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/plan"
-	"github.com/gradcscg/gradcscg/pkg/progress"
 )
 
 func init() {
@@ -41,17 +36,9 @@ type planOptions struct {
 	quiet                   bool
 }
 
-// planReport is the JSON written by --json: the closed-loop report and
-// where the map came from.
-type planReport struct {
-	Source  string  `json:"source"`  // run directory or model file
-	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
-	Obs     string  `json:"observations"`
-	Seconds float64 `json:"seconds"`
-	// Confusion is the token confusion matrix of --noise learn, [K][K].
-	Confusion [][]float64 `json:"confusion,omitempty"`
-	*plan.Report
-}
+// planReport is the JSON written by --json: the closed-loop report and where the map
+// came from (experiment.PlanReport).
+type planReport = experiment.PlanReport
 
 // defaultPlanOptions returns the defaults of the flags of "gradcscg plan".
 func defaultPlanOptions() planOptions {
@@ -122,98 +109,19 @@ func planRun(o *planOptions) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	mp, env, observer, rep, err := o.load()
+	setup, err := o.load()
 	if err != nil {
 		return nil, err
 	}
-	switch o.noiseModel {
-	case "auto":
-		if cfg.Filter.Noise, err = calibrateNoise(mp, env, observer, cfg, o.quiet); err != nil {
-			return nil, err
-		}
-	case "learn":
-		if cfg.Filter.Confusion, err = learnConfusion(mp, env, observer, cfg, o.quiet); err != nil {
-			return nil, err
-		}
-		rep.Confusion = cfg.Filter.Confusion
+	var out io.Writer = stderr
+	if o.quiet {
+		out = nil
 	}
-	if !o.quiet {
-		fmt.Fprintf(stderr, "%s: %d places; map: %d states, %d model places; %d pairs\n",
-			env.Name, env.NumPlaces(), mp.N, mp.NumPlaces, cfg.Pairs)
-		bar := progress.New(stderr, "plan", cfg.Pairs)
-		cfg.Progress = func(done, total int) { bar.Update(done, "") }
-		defer bar.Done("")
+	noise := experiment.NoiseRate
+	if o.noiseModel == "auto" || o.noiseModel == "learn" {
+		noise = o.noiseModel
 	}
-	r, err := plan.Evaluate(mp, env, observer, cfg)
-	if err != nil {
-		return nil, err
-	}
-	rep.Report = r
-	rep.Seconds = time.Since(t0).Seconds()
-	return rep, nil
-}
-
-// calibrationSteps is the length of the unlabelled walk of --noise auto and
-// --noise learn.
-const calibrationSteps = 2000
-
-// Confusion EM of --noise learn: the uniform rate it starts from and its
-// rounds (the log-likelihood settles within about five).
-const (
-	confusionStart  = 0.05
-	confusionRounds = 10
-)
-
-// calibrationWalk is the unlabelled walk of --noise auto and learn: the agent
-// walks calibrationSteps steps at random, on a walk and images of their own
-// seed stream (not the evaluation's), and keeps what it saw and did.
-func calibrationWalk(env *gridworld.Env, observer plan.Observer, seed uint64) ([]plan.Obs, []int) {
-	ep := env.Walk(gridworld.NewRand(seed^0xca1b_7a7e), calibrationSteps)
-	rng := rand.New(rand.NewPCG(seed, 0xca1b_7a7e))
-	obs := make([]plan.Obs, len(ep.Places))
-	for t, g := range ep.Places {
-		obs[t] = observer.Observe(rng, g)
-	}
-	return obs, ep.Actions
-}
-
-// learnConfusion fits the token confusion matrix of --noise learn to the
-// calibration walk (plan.Map.EstimateConfusion). No place or label is used.
-func learnConfusion(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) ([][]float64, error) {
-	obs, actions := calibrationWalk(env, observer, cfg.Seed)
-	c, ll, err := mp.EstimateConfusion(obs, actions, cfg.Filter, confusionStart, confusionRounds)
-	if err != nil {
-		return nil, fmt.Errorf("--noise learn: %w", err)
-	}
-	if !quiet {
-		hit := 0.0
-		for k := range c {
-			hit += c[k][k]
-		}
-		fmt.Fprintf(stderr, "--noise learn: token confusion matrix fitted to a %d-step unlabelled walk (log-likelihood %.0f at ε = %g → %.0f after %d EM rounds; mean diagonal %.3f)\n",
-			calibrationSteps, ll[0], confusionStart, ll[len(ll)-1], confusionRounds, hit/float64(len(c)))
-	}
-	return c, nil
-}
-
-// calibrateNoise estimates the misreading rate ε for --noise auto: the ε under
-// which the map explains the calibration walk best (plan.Map.EstimateNoise).
-// No place or label is used.
-func calibrateNoise(mp *plan.Map, env *gridworld.Env, observer plan.Observer, cfg plan.EvalConfig, quiet bool) (float64, error) {
-	obs, actions := calibrationWalk(env, observer, cfg.Seed)
-	eps, ll, err := mp.EstimateNoise(obs, actions, cfg.Filter, plan.DefaultNoiseGrid)
-	if err != nil {
-		return 0, fmt.Errorf("--noise auto: %w", err)
-	}
-	if !quiet {
-		var b strings.Builder
-		for i, e := range plan.DefaultNoiseGrid {
-			fmt.Fprintf(&b, " %g:%.0f", e, ll[i])
-		}
-		fmt.Fprintf(stderr, "--noise auto: ε = %g (log-likelihood of a %d-step unlabelled walk by ε:%s)\n", eps, calibrationSteps, b.String())
-	}
-	return eps, nil
+	return experiment.Plan(setup, cfg, noise, out)
 }
 
 // writePlanJSON writes the report, with every trial, as indented JSON.
@@ -316,96 +224,30 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 }
 
 // load reads the map, its environment and the agent's observer.
-func (o *planOptions) load() (*plan.Map, *gridworld.Env, plan.Observer, *planReport, error) {
+func (o *planOptions) load() (*experiment.PlanSetup, error) {
 	if o.model != "" {
 		env, err := loadEnv(o.env, o.layout)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
 		m, err := chmm.Load(o.model)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
-		tokens := experiment.NewTokens(env)
-		if err := m.CheckCompatible(len(tokens.Classes), env.NumActions()); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("%s does not fit environment %s: %w", o.model, env.Name, err)
-		}
-		mp, err := plan.NewMap(m)
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.model, err)
-		}
-		sym := make(plan.Symbols, env.NumPlaces())
-		for g, c := range env.Class {
-			sym[g], _ = tokens.Token(c)
-		}
-		return mp, env, sym, &planReport{Source: o.model, Dataset: "symbolic", Obs: "symbols"}, nil
+		return experiment.SymbolicPlanSetup(m, env, o.model)
 	}
 	res, err := pipeline.LoadRun(o.run)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("--run %s: %w", o.run, err)
+		return nil, fmt.Errorf("--run %s: %w", o.run, err)
 	}
 	if note := res.BackendNote(); note != "" {
 		fmt.Fprintln(stderr, note)
 	}
-	env, err := res.Config.Environment()
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
+	var out io.Writer = stderr
+	if o.quiet {
+		out = nil
 	}
-	if err := res.HMM.CheckCompatible(res.HMM.K(), env.NumActions()); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%s: the map does not fit environment %s: %w", o.run, env.Name, err)
-	}
-	mp, err := plan.NewMap(res.HMM)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
-	}
-	pool, err := encodeHeldOut(res, env, o.quiet)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%s: %w", o.run, err)
-	}
-	obs := "held-out " + res.Config.Dataset + " images, " + o.obs + " emissions"
-	return mp, env, pool, &planReport{Source: o.run, Dataset: res.Config.Dataset, Obs: obs}, nil
-}
-
-// encodeHeldOut encodes every test-split image of the environment's classes
-// with the run's frozen VQ-VAE: the pool fresh observations are drawn from.
-func encodeHeldOut(res *pipeline.Result, env *gridworld.Env, quiet bool) (*plan.Pool, error) {
-	set, err := dataset.Load(res.Config.Dataset, dataset.Test)
-	if err != nil {
-		return nil, err
-	}
-	bank, err := dataset.NewBank(set)
-	if err != nil {
-		return nil, err
-	}
-	if err := bank.Check(env.ClassesUsed()); err != nil {
-		return nil, err
-	}
-	want := map[int]bool{}
-	for _, c := range env.ClassesUsed() {
-		want[c] = true
-	}
-	var idx, labels []int
-	for i, l := range set.Labels {
-		if want[int(l)] {
-			idx, labels = append(idx, i), append(labels, int(l))
-		}
-	}
-	t0 := time.Now()
-	tokens, logRho, err := res.VQVAE.Encode(bank.Floats(idx, nil))
-	if err != nil {
-		return nil, fmt.Errorf("encoding the held-out images: %w", err)
-	}
-	obs := make([]plan.Obs, len(tokens))
-	for i := range tokens {
-		if len(logRho[i]) != res.HMM.K() {
-			return nil, fmt.Errorf("the encoder has %d codes, the map %d tokens", len(logRho[i]), res.HMM.K())
-		}
-		obs[i] = plan.Obs{Token: tokens[i], LogRho: logRho[i]}
-	}
-	if !quiet {
-		fmt.Fprintf(stderr, "encoded %d held-out %s images in %.1fs\n", len(idx), res.Config.Dataset, time.Since(t0).Seconds())
-	}
-	return plan.NewPool(env.Class, labels, obs)
+	return experiment.RunPlanSetup(res, o.run, o.obs, out)
 }
 
 // writePlanTable prints the report as a table, one row per mode.

@@ -97,7 +97,7 @@ func TestPlanSymbolicModel(t *testing.T) {
 
 	// --noise auto: symbols are never misread, so the smallest ε explains them best.
 	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--noise", "auto")
-	if code != 0 || !strings.Contains(errOut, "--noise auto: ε = 0.01 ") {
+	if code != 0 || !strings.Contains(errOut, "noise auto: ε = 0.01 ") {
 		t.Errorf("--noise auto: exit %d, stderr %q", code, errOut)
 	}
 
@@ -105,7 +105,7 @@ func TestPlanSymbolicModel(t *testing.T) {
 	// matrix is nearly the identity (EM's pseudo-counts keep it off 1).
 	jsonPath := filepath.Join(t.TempDir(), "learn.json")
 	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--noise", "learn", "--json", jsonPath)
-	if code != 0 || !strings.Contains(errOut, "--noise learn: token confusion matrix") {
+	if code != 0 || !strings.Contains(errOut, "noise learn: token confusion matrix") {
 		t.Fatalf("--noise learn: exit %d, stderr %q", code, errOut)
 	}
 	raw, err = os.ReadFile(jsonPath)

@@ -2,7 +2,12 @@
 // (gridworld, chmm, vqvae, pipeline, evaluate, plan, figures) and the two front ends
 // (cmd/gradcscg and the notebooks), so that both run the same code.
 //
-// So far: TrainSymbolic, the symbolic trainer of paper Sec. 5.1 (gradient or EM with
-// restarts) behind `gradcscg symbolic`, the symbolic and cscg suites, Figure 3 and
-// notebook.Symbolic.
+// So far:
+//   - TrainSymbolic, the symbolic trainer of paper Sec. 5.1 (gradient or EM, with
+//     restarts), its seed streams (SymbolicTrainingWalks, SymbolicHeldOutWalk,
+//     SymbolicInit) and the class→token map (Tokens), behind `gradcscg symbolic`, the
+//     symbolic and cscg suites, Figure 3 and notebook.Symbolic;
+//   - Plan, closed-loop planning with a learned map (SymbolicPlanSetup for a symbolic
+//     model, RunPlanSetup for a pixel run, the noise models of hard emissions), behind
+//     `gradcscg plan` and the plan suite, and callable from a notebook.
 package experiment

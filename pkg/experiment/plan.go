@@ -1,0 +1,212 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/plan"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+)
+
+// Noise models of planning with hard emissions (Plan).
+const (
+	NoiseRate  = ""      // the filter's misreading rate as given (plan.FilterConfig.Noise)
+	NoiseAuto  = "auto"  // the rate under which the map explains an unlabelled walk best
+	NoiseLearn = "learn" // a token confusion matrix fitted to that walk by EM
+)
+
+// PlanSetup is what Plan plans with: a map, the true environment it is scored in and
+// how the agent observes places.
+type PlanSetup struct {
+	Map      *plan.Map
+	Env      *gridworld.Env
+	Observer plan.Observer
+	Source   string // run directory or model file
+	Dataset  string // "symbolic", "mnist", "fashion"
+	Obs      string // how observations are made, for reports
+}
+
+// SymbolicPlanSetup plans with a symbolic model m of env (source names it): the agent
+// observes each place's class as its token (Tokens).
+func SymbolicPlanSetup(m *chmm.Model, env *gridworld.Env, source string) (*PlanSetup, error) {
+	tokens := NewTokens(env)
+	if err := m.CheckCompatible(len(tokens.Classes), env.NumActions()); err != nil {
+		return nil, fmt.Errorf("%s does not fit environment %s: %w", source, env.Name, err)
+	}
+	mp, err := plan.NewMap(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	sym := make(plan.Symbols, env.NumPlaces())
+	for g, c := range env.Class {
+		sym[g], _ = tokens.Token(c)
+	}
+	return &PlanSetup{Map: mp, Env: env, Observer: sym, Source: source, Dataset: "symbolic", Obs: "symbols"}, nil
+}
+
+// RunPlanSetup plans with the map of a finished pixel run (source names it): every
+// observation is a fresh test-split image of the place's class, encoded by the run's
+// frozen VQ-VAE; emissions names the filter's use of them (hard or soft), for reports.
+func RunPlanSetup(res *pipeline.Result, source, emissions string, progressOut io.Writer) (*PlanSetup, error) {
+	env, err := res.Config.Environment()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := res.HMM.CheckCompatible(res.HMM.K(), env.NumActions()); err != nil {
+		return nil, fmt.Errorf("%s: the map does not fit environment %s: %w", source, env.Name, err)
+	}
+	mp, err := plan.NewMap(res.HMM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	pool, err := encodeTestImages(res, env, progressOut)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return &PlanSetup{Map: mp, Env: env, Observer: pool, Source: source, Dataset: res.Config.Dataset,
+		Obs: "held-out " + res.Config.Dataset + " images, " + emissions + " emissions"}, nil
+}
+
+// encodeTestImages encodes every test-split image of the environment's classes with
+// the run's frozen VQ-VAE: the pool fresh observations are drawn from.
+func encodeTestImages(res *pipeline.Result, env *gridworld.Env, progressOut io.Writer) (*plan.Pool, error) {
+	set, err := dataset.Load(res.Config.Dataset, dataset.Test)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	if err := bank.Check(env.ClassesUsed()); err != nil {
+		return nil, err
+	}
+	want := map[int]bool{}
+	for _, c := range env.ClassesUsed() {
+		want[c] = true
+	}
+	var idx, labels []int
+	for i, l := range set.Labels {
+		if want[int(l)] {
+			idx, labels = append(idx, i), append(labels, int(l))
+		}
+	}
+	t0 := time.Now()
+	tokens, logRho, err := res.VQVAE.Encode(bank.Floats(idx, nil))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the held-out images: %w", err)
+	}
+	obs := make([]plan.Obs, len(tokens))
+	for i := range tokens {
+		if len(logRho[i]) != res.HMM.K() {
+			return nil, fmt.Errorf("the encoder has %d codes, the map %d tokens", len(logRho[i]), res.HMM.K())
+		}
+		obs[i] = plan.Obs{Token: tokens[i], LogRho: logRho[i]}
+	}
+	if progressOut != nil {
+		fmt.Fprintf(progressOut, "encoded %d held-out %s images in %.1fs\n", len(idx), res.Config.Dataset, time.Since(t0).Seconds())
+	}
+	return plan.NewPool(env.Class, labels, obs)
+}
+
+// PlanReport is a closed-loop planning report and where its map came from.
+type PlanReport struct {
+	Source  string  `json:"source"`  // run directory or model file
+	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
+	Obs     string  `json:"observations"`
+	Seconds float64 `json:"seconds"`
+	// Confusion is the token confusion matrix of NoiseLearn, [K][K].
+	Confusion [][]float64 `json:"confusion,omitempty"`
+	*plan.Report
+}
+
+// The unlabelled calibration walk of NoiseAuto and NoiseLearn: its length, and the
+// confusion EM's starting rate and rounds (the log-likelihood settles within about
+// five).
+const (
+	CalibrationSteps = 2000
+	confusionStart   = 0.05
+	confusionRounds  = 10
+)
+
+// Plan scores closed-loop planning with s under cfg (plan.Evaluate). With noise
+// NoiseAuto or NoiseLearn the hard-emission filter's misreading rate or confusion
+// matrix is first fitted to an unlabelled walk of CalibrationSteps steps on a seed
+// stream of its own (no place or label is used). Progress goes to progressOut when it
+// is not nil.
+func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer) (*PlanReport, error) {
+	t0 := time.Now()
+	rep := &PlanReport{Source: s.Source, Dataset: s.Dataset, Obs: s.Obs}
+	switch noise {
+	case NoiseRate:
+	case NoiseAuto, NoiseLearn:
+		if cfg.Filter.Soft {
+			return nil, fmt.Errorf("experiment: noise model %q applies to hard emissions only", noise)
+		}
+		obs, actions := calibrationWalk(s.Env, s.Observer, cfg.Seed)
+		if noise == NoiseAuto {
+			eps, ll, err := s.Map.EstimateNoise(obs, actions, cfg.Filter, plan.DefaultNoiseGrid)
+			if err != nil {
+				return nil, fmt.Errorf("noise auto: %w", err)
+			}
+			cfg.Filter.Noise = eps
+			if progressOut != nil {
+				var b strings.Builder
+				for i, e := range plan.DefaultNoiseGrid {
+					fmt.Fprintf(&b, " %g:%.0f", e, ll[i])
+				}
+				fmt.Fprintf(progressOut, "noise auto: ε = %g (log-likelihood of a %d-step unlabelled walk by ε:%s)\n", eps, CalibrationSteps, b.String())
+			}
+		} else {
+			c, ll, err := s.Map.EstimateConfusion(obs, actions, cfg.Filter, confusionStart, confusionRounds)
+			if err != nil {
+				return nil, fmt.Errorf("noise learn: %w", err)
+			}
+			cfg.Filter.Confusion, rep.Confusion = c, c
+			if progressOut != nil {
+				hit := 0.0
+				for k := range c {
+					hit += c[k][k]
+				}
+				fmt.Fprintf(progressOut, "noise learn: token confusion matrix fitted to a %d-step unlabelled walk (log-likelihood %.0f at ε = %g → %.0f after %d EM rounds; mean diagonal %.3f)\n",
+					CalibrationSteps, ll[0], confusionStart, ll[len(ll)-1], confusionRounds, hit/float64(len(c)))
+			}
+		}
+	default:
+		return nil, fmt.Errorf("experiment: noise model %q: want %q (the rate given), %q or %q", noise, NoiseRate, NoiseAuto, NoiseLearn)
+	}
+	if progressOut != nil {
+		fmt.Fprintf(progressOut, "%s: %d places; map: %d states, %d model places; %d pairs\n",
+			s.Env.Name, s.Env.NumPlaces(), s.Map.N, s.Map.NumPlaces, cfg.Pairs)
+		bar := progress.New(progressOut, "plan", cfg.Pairs)
+		cfg.Progress = func(done, total int) { bar.Update(done, "") }
+		defer bar.Done("")
+	}
+	r, err := plan.Evaluate(s.Map, s.Env, s.Observer, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep.Report = r
+	rep.Seconds = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+// calibrationWalk is the unlabelled walk of NoiseAuto and NoiseLearn: the agent walks
+// CalibrationSteps steps at random, on a walk and images of their own seed stream
+// (not the evaluation's), and keeps what it saw and did.
+func calibrationWalk(env *gridworld.Env, observer plan.Observer, seed uint64) ([]plan.Obs, []int) {
+	ep := env.Walk(gridworld.NewRand(seed^0xca1b_7a7e), CalibrationSteps)
+	rng := rand.New(rand.NewPCG(seed, 0xca1b_7a7e))
+	obs := make([]plan.Obs, len(ep.Places))
+	for t, g := range ep.Places {
+		obs[t] = observer.Observe(rng, g)
+	}
+	return obs, ep.Actions
+}

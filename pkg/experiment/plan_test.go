@@ -1,0 +1,56 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/plan"
+)
+
+// TestPlanSymbolic: a symbolic map trained by EM plans in its room, with the noise
+// fitted to an unlabelled walk (symbols are never misread: the smallest ε of the
+// grid); a bad noise model or a fitted one with soft emissions is an error naming it.
+func TestPlanSymbolic(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := NewTokens(env)
+	var train []chmm.Sequence
+	for _, ep := range SymbolicTrainingWalks(env, 1, 1, 3000) {
+		train = append(train, tok.Sequence(ep))
+	}
+	m, _, err := TrainSymbolic(SymbolicInit(chmm.UniformClones(len(tok.Classes), 5), env.NumActions(), 1, InitUniform), train,
+		Training{Trainer: TrainerEM, Seed: 1, Pseudocount: 2e-3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SymbolicPlanSetup(m, env, "test model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := plan.DefaultEvalConfig()
+	cfg.Pairs = 10
+	var log strings.Builder
+	rep, err := Plan(s, cfg, NoiseAuto, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "ε = 0.01 ") || rep.Source != "test model" || rep.Dataset != "symbolic" || len(rep.Modes) == 0 {
+		t.Errorf("report %+v\nlog %s", rep, log.String())
+	}
+	for _, m := range rep.Modes {
+		if m.SuccessRate < 0.9 {
+			t.Errorf("%s: success %.2f on a recovered aliased map", m.Mode, m.SuccessRate)
+		}
+	}
+	if _, err := Plan(s, cfg, "guess", nil); err == nil || !strings.Contains(err.Error(), "guess") {
+		t.Errorf("noise guess: %v", err)
+	}
+	cfg.Filter.Soft = true
+	if _, err := Plan(s, cfg, NoiseLearn, nil); err == nil || !strings.Contains(err.Error(), "hard emissions") {
+		t.Errorf("soft with learn: %v", err)
+	}
+}
