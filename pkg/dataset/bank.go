@@ -133,3 +133,20 @@ func (b *Bank) Floats(idx []int, dst []float32) []float32 {
 	}
 	return dst
 }
+
+// LoadBank loads split of the data set name (Load) and indexes it by class
+// (NewBank), checking that every class in classes has an image (Bank.Check).
+func LoadBank(name string, split Split, classes []int) (*Bank, error) {
+	set, err := Load(name, split)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := NewBank(set)
+	if err != nil {
+		return nil, err
+	}
+	if err := bank.Check(classes); err != nil {
+		return nil, err
+	}
+	return bank, nil
+}

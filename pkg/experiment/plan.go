@@ -77,17 +77,11 @@ func RunPlanSetup(res *pipeline.Result, source, emissions string, progressOut io
 // encodeTestImages encodes every test-split image of the environment's classes with
 // the run's frozen VQ-VAE: the pool fresh observations are drawn from.
 func encodeTestImages(res *pipeline.Result, env *gridworld.Env, progressOut io.Writer) (*plan.Pool, error) {
-	set, err := dataset.Load(res.Config.Dataset, dataset.Test)
+	bank, err := dataset.LoadBank(res.Config.Dataset, dataset.Test, env.ClassesUsed())
 	if err != nil {
 		return nil, err
 	}
-	bank, err := dataset.NewBank(set)
-	if err != nil {
-		return nil, err
-	}
-	if err := bank.Check(env.ClassesUsed()); err != nil {
-		return nil, err
-	}
+	set := bank.Set()
 	want := map[int]bool{}
 	for _, c := range env.ClassesUsed() {
 		want[c] = true

@@ -25,15 +25,8 @@ type HeldOut struct {
 
 // NewHeldOut draws the held-out episode of cfg in env.
 func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
-	set, err := dataset.Load(cfg.Dataset, dataset.Test)
+	bank, err := dataset.LoadBank(cfg.Dataset, dataset.Test, env.ClassesUsed())
 	if err != nil {
-		return nil, err
-	}
-	bank, err := dataset.NewBank(set)
-	if err != nil {
-		return nil, err
-	}
-	if err := bank.Check(env.ClassesUsed()); err != nil {
 		return nil, err
 	}
 	h := &HeldOut{Env: env, Bank: bank, Side: bank.Rows()}

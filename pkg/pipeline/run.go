@@ -183,15 +183,8 @@ func loadData(cfg Config) (*data, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := dataset.Load(cfg.Dataset, dataset.Train)
+	bank, err := dataset.LoadBank(cfg.Dataset, dataset.Train, env.ClassesUsed())
 	if err != nil {
-		return nil, err
-	}
-	bank, err := dataset.NewBank(set)
-	if err != nil {
-		return nil, err
-	}
-	if err := bank.Check(env.ClassesUsed()); err != nil {
 		return nil, err
 	}
 	d := &data{env: env, train: bank, side: bank.Rows()}
