@@ -12,7 +12,7 @@ func TestLoadBank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Len() != 10000 || b.Count(0) == 0 || b.Label(b.Sample(rand.New(rand.NewPCG(1, 2)), 9)) != 9 {
+	if b.Len() == 0 || b.Count(0) == 0 || b.Count(0) >= b.Len() || b.Label(b.Sample(rand.New(rand.NewPCG(1, 2)), 9)) != 9 {
 		t.Errorf("bank of %d images, %d zeros", b.Len(), b.Count(0))
 	}
 	if _, err := LoadBank("mnist", Test, []int{12}); err == nil || !strings.Contains(err.Error(), "12") {
