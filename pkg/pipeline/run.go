@@ -458,7 +458,7 @@ func (r *runner) warmup() error {
 	for i := range tokens {
 		tokens[i] = relabel[tokens[i]]
 	}
-	r.diagnose("warmup", tokens)
+	r.diagnose(PhaseWarmup, tokens)
 	r.st.Extra["active_codes_warmup"] = float64(len(keep))
 	r.st.Codes, r.st.Share = keep, share
 	r.st.Clones = cloneBudget(cfg, share)
@@ -933,7 +933,7 @@ func (r *runner) final() error {
 	if err != nil {
 		return err
 	}
-	r.diagnose("joint", tokens)
+	r.diagnose(PhaseJoint, tokens)
 	hmm, err := r.joint.HMM()
 	if err != nil {
 		return err
@@ -1323,6 +1323,19 @@ func diffFields(a, b Config) []string {
 	return diff
 }
 
+// The training-frame entropies a report's Extra holds after the warm-up and after the
+// joint phase (diagnose), in nats, under the keys TrainEntropyKey(quantity, phase),
+// e.g. "train_h_token_given_place_joint".
+const (
+	HTokenGivenPlace = "h_token_given_place"
+	HTokenGivenClass = "h_token_given_class"
+	HClassGivenToken = "h_class_given_token"
+)
+
+// TrainEntropyKey is the Extra key of a training-frame entropy quantity after phase
+// (PhaseWarmup or PhaseJoint).
+func TrainEntropyKey(quantity, phase string) string { return "train_" + quantity + "_" + phase }
+
 // diagnose records, for the training frames' hard tokens after a phase, H(token | place),
 // H(token | class) and H(class | token) (nats). The true places and classes are used for
 // these measurements only, never for training.
@@ -1331,9 +1344,9 @@ func (r *runner) diagnose(phase string, tokens []int) {
 	for i, g := range r.d.allPlaces {
 		classes[i] = r.d.env.Class[g]
 	}
-	r.st.Extra["train_h_token_given_place_"+phase] = evaluate.CondEntropy(tokens, r.d.allPlaces)
-	r.st.Extra["train_h_token_given_class_"+phase] = evaluate.CondEntropy(tokens, classes)
-	r.st.Extra["train_h_class_given_token_"+phase] = evaluate.CondEntropy(classes, tokens)
+	r.st.Extra[TrainEntropyKey(HTokenGivenPlace, phase)] = evaluate.CondEntropy(tokens, r.d.allPlaces)
+	r.st.Extra[TrainEntropyKey(HTokenGivenClass, phase)] = evaluate.CondEntropy(tokens, classes)
+	r.st.Extra[TrainEntropyKey(HClassGivenToken, phase)] = evaluate.CondEntropy(classes, tokens)
 }
 
 // writeAtomic writes data to a temporary file next to path and renames it.
