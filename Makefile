@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants ablation figures notebooks clean
 
 all: build
 
@@ -62,6 +62,12 @@ data: build
 # Section 5.1: 7 environments x {gradient, em} x 3 seeds, symbolic; writes results/symbolic.md.
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --out results
+
+# The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
+# seeds 1-3, token quality on held-out test images and learning curves; writes results/vqvae.md
+# (results/vqvae/ holds each study's report; an interrupted study resumes).
+reproduce-vqvae: build
+	$(BIN) vqvae --suite
 
 # Section 5.2, Tables 3 and 4: the four MNIST benchmarks x 3 seeds from pixels (runs/ holds
 # the run directories; an interrupted run resumes); writes results/table3.md, results/table4.md.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 )
 
 // tinyVQ are the flags of a run small enough for tests: 4 steps of batch 16 on one
@@ -21,119 +22,13 @@ func vqArgs(extra ...string) []string {
 	return append(append([]string{"vqvae"}, tinyVQ...), extra...)
 }
 
-func readReport(t *testing.T, path string) *vqReport {
+func readReport(t *testing.T, path string) *experiment.VQReport {
 	t.Helper()
-	r, err := readVQReport(path)
+	r, err := experiment.ReadVQReport(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
-}
-
-// TestScoreTokens checks the token-quality metrics on hand-computed cases.
-func TestScoreTokens(t *testing.T) {
-	// h2 is the entropy (nats) of a two-outcome distribution (p, 1-p).
-	h2 := func(p float64) float64 { return -p*math.Log(p) - (1-p)*math.Log(1-p) }
-	for _, tc := range []struct {
-		name             string
-		tokens, classes  []int
-		purity           float64
-		hTokGivenCls     float64
-		hClsGivenTok     float64
-		perplexity       float64
-		active           int
-		classMajority    []int     // per class in increasing order
-		classShare       []float64 //
-		classPurity      []float64 //
-		tokenMajority    []int     // per token in increasing order
-		tokenPurityCheck []float64 //
-	}{
-		{
-			// Class 0 splits 3:1 over t5 and t7; t7 also holds both class-1 frames.
-			name:    "split and merge",
-			tokens:  []int{5, 5, 5, 7, 7, 7, 9, 9},
-			classes: []int{0, 0, 0, 0, 1, 1, 2, 2},
-			purity:  7.0 / 8,
-			// H(token|class) = p(c=0)·H(3/4, 1/4); H(class|token) = p(t7)·H(1/3, 2/3).
-			hTokGivenCls: 0.5 * h2(0.75),
-			hClsGivenTok: 3.0 / 8 * h2(1.0/3),
-			// token usage (3/8, 3/8, 2/8)
-			perplexity:       math.Exp(-2*3.0/8*math.Log(3.0/8) - 2.0/8*math.Log(2.0/8)),
-			active:           3,
-			classMajority:    []int{5, 7, 9},
-			classShare:       []float64{0.75, 1, 1},
-			classPurity:      []float64{0.75, 1, 1},
-			tokenMajority:    []int{0, 1, 2},
-			tokenPurityCheck: []float64{1, 2.0 / 3, 1},
-		},
-		{
-			// One token for two classes: a tie, broken towards the lower class.
-			name:             "tie",
-			tokens:           []int{4, 4},
-			classes:          []int{2, 1},
-			purity:           0.5,
-			hTokGivenCls:     0,
-			hClsGivenTok:     math.Log(2),
-			perplexity:       1,
-			active:           1,
-			classMajority:    []int{4, 4},
-			classShare:       []float64{1, 1},
-			classPurity:      []float64{1, 0},
-			tokenMajority:    []int{1},
-			tokenPurityCheck: []float64{0.5},
-		},
-		{
-			name:             "perfect",
-			tokens:           []int{1, 0, 1, 0},
-			classes:          []int{3, 6, 3, 6},
-			purity:           1,
-			perplexity:       2,
-			active:           2,
-			classMajority:    []int{1, 0},
-			classShare:       []float64{1, 1},
-			classPurity:      []float64{1, 1},
-			tokenMajority:    []int{6, 3},
-			tokenPurityCheck: []float64{1, 1},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			q := scoreTokens(tc.tokens, tc.classes, nil)
-			const tol = 1e-12
-			for _, c := range []struct {
-				what      string
-				got, want float64
-			}{
-				{"purity", q.Purity, tc.purity},
-				{"H(token|class)", q.HTokenGivenClass, tc.hTokGivenCls},
-				{"H(class|token)", q.HClassGivenToken, tc.hClsGivenTok},
-				{"perplexity", q.Perplexity, tc.perplexity},
-			} {
-				if math.Abs(c.got-c.want) > tol {
-					t.Errorf("%s = %.15g, want %.15g", c.what, c.got, c.want)
-				}
-			}
-			if q.Active != tc.active {
-				t.Errorf("active = %d, want %d", q.Active, tc.active)
-			}
-			if len(q.Classes) != len(tc.classMajority) || len(q.Tokens) != len(tc.tokenMajority) {
-				t.Fatalf("%d class rows and %d token rows, want %d and %d", len(q.Classes), len(q.Tokens),
-					len(tc.classMajority), len(tc.tokenMajority))
-			}
-			for i, c := range q.Classes {
-				if c.MajorityToken != tc.classMajority[i] || math.Abs(c.Share-tc.classShare[i]) > tol ||
-					math.Abs(c.Purity-tc.classPurity[i]) > tol {
-					t.Errorf("class %d: majority t%d share %g purity %g, want t%d %g %g", c.Class, c.MajorityToken,
-						c.Share, c.Purity, tc.classMajority[i], tc.classShare[i], tc.classPurity[i])
-				}
-			}
-			for i, k := range q.Tokens {
-				if k.MajorityClass != tc.tokenMajority[i] || math.Abs(k.Purity-tc.tokenPurityCheck[i]) > tol {
-					t.Errorf("token %d: majority class %d purity %g, want %d %g", k.Token, k.MajorityClass, k.Purity,
-						tc.tokenMajority[i], tc.tokenPurityCheck[i])
-				}
-			}
-		})
-	}
 }
 
 func TestMeanSD(t *testing.T) {
@@ -163,12 +58,12 @@ func TestVQVAERun(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{vqModelFile, vqReconFile, vqReportFile, vqManifestFile} {
+	for _, f := range []string{experiment.VQModelFile, experiment.VQReconFile, experiment.VQReportFile, experiment.VQManifestFile} {
 		if _, err := os.Stat(filepath.Join(run4, f)); err != nil {
 			t.Errorf("output missing: %v", err)
 		}
 	}
-	rep := readReport(t, filepath.Join(run4, vqReportFile))
+	rep := readReport(t, filepath.Join(run4, experiment.VQReportFile))
 	if c := readReport(t, jsonPath); c.Purity != rep.Purity || c.Steps != rep.Steps {
 		t.Errorf("--json copy differs from report.json")
 	}
@@ -188,7 +83,7 @@ func TestVQVAERun(t *testing.T) {
 		t.Errorf("metrics out of range: %+v", rep)
 	}
 	// Figure: two frames per class (8 columns), 3× scaled 28-pixel images.
-	f, err := os.Open(filepath.Join(run4, vqReconFile))
+	f, err := os.Open(filepath.Join(run4, experiment.VQReconFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +101,12 @@ func TestVQVAERun(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "resuming the warm-up at step 4 of 6") {
 		t.Fatalf("resume: exit %d, stderr:\n%s", code, errOut)
 	}
-	resumed := readReport(t, filepath.Join(run4, vqReportFile))
+	resumed := readReport(t, filepath.Join(run4, experiment.VQReportFile))
 	run6 := filepath.Join(dir, "b")
 	if code, _, errOut := run(t, vqArgs("--steps", "6", "--out", run6)...); code != 0 {
 		t.Fatalf("6-step run failed: %s", errOut)
 	}
-	straight := readReport(t, filepath.Join(run6, vqReportFile))
+	straight := readReport(t, filepath.Join(run6, experiment.VQReportFile))
 	if resumed.Steps != 6 || resumed.TestMSE != straight.TestMSE || resumed.Purity != straight.Purity {
 		t.Errorf("resumed run (steps %d, MSE %v, purity %v) differs from the uninterrupted one (MSE %v, purity %v)",
 			resumed.Steps, resumed.TestMSE, resumed.Purity, straight.TestMSE, straight.Purity)
@@ -222,7 +117,7 @@ func TestVQVAERun(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "loaded the finished model") || strings.Contains(errOut, "warm-up") {
 		t.Errorf("reload: exit %d, stderr:\n%s", code, errOut)
 	}
-	if again := readReport(t, filepath.Join(run4, vqReportFile)); again.TestMSE != resumed.TestMSE {
+	if again := readReport(t, filepath.Join(run4, experiment.VQReportFile)); again.TestMSE != resumed.TestMSE {
 		t.Errorf("reloaded model scores MSE %v, the saved one %v", again.TestMSE, resumed.TestMSE)
 	}
 
@@ -231,10 +126,10 @@ func TestVQVAERun(t *testing.T) {
 	if code != 1 {
 		t.Errorf("foreign checkpoint: exit %d, want 1", code)
 	}
-	oneCleanError(t, errOut, "belongs to another run (it was trained with --seed 1, not 2)")
+	oneCleanError(t, errOut, "belongs to another study (trained with seed 1, not 2)")
 
 	// A corrupt checkpoint is reported.
-	model := filepath.Join(run6, vqModelFile)
+	model := filepath.Join(run6, experiment.VQModelFile)
 	data, err := os.ReadFile(model)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +167,7 @@ func TestVQVAESuite(t *testing.T) {
 		}
 	}
 	path := func(seed int) string {
-		return filepath.Join(dir, "vqvae", fmt.Sprintf("aliased_mnist_seed%d", seed), vqReportFile)
+		return filepath.Join(dir, "vqvae", fmt.Sprintf("aliased_mnist_seed%d", seed), experiment.VQReportFile)
 	}
 	if r1, r2 := readReport(t, path(1)), readReport(t, path(2)); r1.TestMSE == r2.TestMSE || r2.Seed != 2 {
 		t.Errorf("seeds 1 and 2 gave the same test MSE %v (seed field %d)", r1.TestMSE, r2.Seed)
@@ -315,7 +210,7 @@ func TestVQVAEBadInput(t *testing.T) {
 		{"one class and --k 0", []string{"--layout", single, "--k", "0"}, "", "--k 0: environment single shows 1 class"},
 		{"k = 1", []string{"--k", "1"}, "", "--k 1"},
 		{"no steps", []string{"--steps", "0"}, "", "--steps 0"},
-		{"fewer frames than a batch", []string{"--batch", "500"}, "", "fewer than one batch of 500"},
+		{"fewer frames than a batch", []string{"--batch", "500"}, "", "--batch 500: the 96 training frames (episodes × steps: 1 × 96) are fewer than one batch"},
 		{"unknown backend", []string{}, "nosuch", `backend "nosuch" is not compiled into this binary`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,7 +228,7 @@ func TestVQVAEBadInput(t *testing.T) {
 
 // TestVQReportJSONKeys pins the report's JSON keys that tables and notebooks read.
 func TestVQReportJSONKeys(t *testing.T) {
-	data, err := json.Marshal(&vqReport{})
+	data, err := json.Marshal(&experiment.VQReport{})
 	if err != nil {
 		t.Fatal(err)
 	}

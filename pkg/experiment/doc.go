@@ -9,5 +9,8 @@
 //     symbolic and cscg suites, Figure 3 and notebook.Symbolic;
 //   - Plan, closed-loop planning with a learned map (SymbolicPlanSetup for a symbolic
 //     model, RunPlanSetup for a pixel run, the noise models of hard emissions), behind
-//     `gradcscg plan` and the plan suite, and callable from a notebook.
+//     `gradcscg plan` and the plan suite, and callable from a notebook;
+//   - RunVQStudy, the VQ-VAE alone (warm-up, no labels) scored on held-out test
+//     images, and RunVQSuite, its grid (results/vqvae.md), behind `gradcscg vqvae`
+//     and notebook 07.
 package experiment

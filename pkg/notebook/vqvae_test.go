@@ -1,0 +1,59 @@
+package notebook
+
+import (
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/experiment"
+)
+
+// TestVQStudySizes checks the notebook study at both sizes and its run directory.
+func TestVQStudySizes(t *testing.T) {
+	t.Setenv(RunsEnv, t.TempDir())
+	t.Setenv(SizeEnv, SizeFull)
+	full, err := VQStudy("two_rooms", "fashion", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Steps != experiment.DefaultVQSteps || full.Batch != 128 || full.Curve != 100 || full.Seed != 2 ||
+		full.Dataset != "fashion" || full.Episodes != 0 {
+		t.Errorf("full-size study %+v", full)
+	}
+	t.Setenv(SizeEnv, SizeCI)
+	ci, err := VQStudy("two_rooms", "fashion", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := VQSmoke(full)
+	want.Env, want.Dir = ci.Env, ci.Dir
+	if ci != want || ci.Dir == full.Dir || ci.Env.Name != "two_rooms" {
+		t.Errorf("CI-size study %+v is not VQSmoke of the full one in its own directory", ci)
+	}
+	if err := ci.Check(); err != nil {
+		t.Error(err)
+	}
+	if _, err := VQStudy("nowhere", "mnist", 1); err == nil {
+		t.Error("unknown environment: no error")
+	}
+	suite, err := VQSuite()
+	if err != nil || suite.Seeds != 2 || len(suite.Envs) != 1 || suite.Base.Steps != 150 {
+		t.Errorf("CI suite %+v (%v)", suite, err)
+	}
+}
+
+// TestVQCurvePlot checks the plot's inputs.
+func TestVQCurvePlot(t *testing.T) {
+	r := &experiment.VQReport{Curve: []experiment.VQCurvePoint{{Step: 10, Purity: 0.5, HTokenGivenClass: 2}, {Step: 20, Purity: 0.6, HTokenGivenClass: 1.5}}}
+	p, err := VQCurvePlot("t", []string{"a"}, []*experiment.VQReport{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Max <= 2 || p.Y.Min != 0 {
+		t.Errorf("y range [%g, %g] does not hold the curves and the legend", p.Y.Min, p.Y.Max)
+	}
+	if _, err := VQCurvePlot("t", []string{"a", "b"}, []*experiment.VQReport{r}); err == nil {
+		t.Error("2 labels for 1 report: no error")
+	}
+	if _, err := VQCurvePlot("t", []string{"a"}, []*experiment.VQReport{{}}); err == nil {
+		t.Error("a report without a curve: no error")
+	}
+}
