@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation figures notebooks clean
 
 all: build
 
@@ -108,6 +108,13 @@ plan-variants: build
 	    $(BIN) plan --run runs/$${e}_mnist_seed$${s}_mlp --seed 2 --mode mpc --arrive-mass $$a --quiet \
 	      | awk -v e=$$e -v s=$$s -v a=$$a '$$2 == "mpc" {print e, s, a, $$4, $$5}' || exit 1; \
 	  done; done; done; } > results/plan_arrive_mass.txt.tmp && mv results/plan_arrive_mass.txt.tmp results/plan_arrive_mass.txt
+
+# The label-free map verdict against the true maps: symbolic runs from too small to
+# generous budgets and data (results/verdict.md), and the pixel runs in runs/
+# (results/verdict_pixels.md; every finished run directory there).
+verdict-study: build
+	VERDICT_STUDY=all VERDICT_OUT=$(CURDIR)/results/verdict.md $(GO) test -count=1 -timeout 120m -run TestVerdictStudy ./pkg/experiment
+	DIAG_RUNS="$$(ls -d $(CURDIR)/runs/*/ | tr '\n' ',')" DIAG_OUT=$(CURDIR)/results/verdict_pixels.md $(GO) test -count=1 -timeout 120m -run TestDiagnoseStudy ./pkg/pipeline
 
 # The paper's figures from the finished runs in runs/ (Figures 4-6, Table 4 per run) and
 # the symbolic models in runs/symbolic_models (Figure 3; missing ones are trained): figures/*.png.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -97,6 +98,10 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	}
 	if rep.ViterbiMap.Recall < 0.99 {
 		t.Errorf("small aliased run: Viterbi-map recall %.3f", rep.ViterbiMap.Recall)
+	}
+	// The label-free verdict is printed and stored: this map is recovered.
+	if d := rep.Diagnosis; d == nil || d.Verdict == nil || !d.Verdict.Resolved || !regexp.MustCompile(`map verdict \(no labels\) +resolved \(`).MatchString(out) {
+		t.Errorf("verdict: %+v\n%s", d, out)
 	}
 
 	// The saved model evaluates again on its own environment...

@@ -235,6 +235,11 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The label-free verdict: the map on its training walks and on the held-out walk's
+	// tokens and actions (no places).
+	if rep.Diagnosis, err = experiment.DiagnoseSymbolic(m, train, test); err != nil {
+		return nil, err
+	}
 	rep.Env = env.Name
 	rep.Dataset = "symbolic"
 	rep.Trainer = o.trainer

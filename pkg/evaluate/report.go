@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
 
 // EdgeScore scores a learned edge set against the true map.
@@ -89,6 +90,9 @@ type Report struct {
 	ViterbiEdges [][2]int `json:"viterbi_edges"`
 	// ViterbiTransitions are all place pairs the path traverses, with counts.
 	ViterbiTransitions []PlaceEdge `json:"viterbi_transitions"`
+	// Diagnosis is the label-free account of the map on its own walks, with its
+	// verdict (chmm.Diagnose, Diagnosis.Judge; set by the caller).
+	Diagnosis *chmm.Diagnosis `json:"diagnosis,omitempty"`
 	// Extra is free-form caller data (episode counts, hyperparameters, ...).
 	Extra map[string]any `json:"extra,omitempty"`
 }
@@ -215,6 +219,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.Backend != "" {
 		row("backend", "%s", r.Backend)
+	}
+	if r.Diagnosis != nil && r.Diagnosis.Verdict != nil {
+		row("map verdict (no labels)", "%s", r.Diagnosis.Verdict.Text)
 	}
 	return tw.Flush()
 }

@@ -194,3 +194,15 @@ func newModel(clones []int, numActions int, rng *rand.Rand, init string) *chmm.M
 	}
 	return chmm.New(clones, numActions, rng)
 }
+
+// DiagnoseSymbolic is the label-free verdict on a symbolic map: chmm.Diagnose on its
+// training walks and the held-out walk's tokens and actions (no places), judged
+// for exact tokens.
+func DiagnoseSymbolic(m *chmm.Model, train []chmm.Sequence, heldOut chmm.Sequence) (*chmm.Diagnosis, error) {
+	d, err := chmm.Diagnose(m, train, []chmm.Sequence{heldOut}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("diagnosing the map: %w", err)
+	}
+	d.Verdict = d.Judge(chmm.ExactTokens)
+	return d, nil
+}

@@ -265,6 +265,9 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 	if err != nil {
 		return nil, err
 	}
+	if rep.Diagnosis, err = experiment.DiagnoseSymbolic(run.Model, train, test); err != nil {
+		return nil, err
+	}
 	rep.Env, rep.Dataset, rep.Trainer, rep.Seed = env.Name, "symbolic", cfg.Trainer, cfg.Seed
 	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
 	run.Report = rep

@@ -86,6 +86,15 @@ var reportRows = []reportRow{
 		return "-"
 	}},
 	{"H(token∣place), nats", func(r *evaluate.Report) string { return fmt.Sprintf("%.3f", r.HTokenGivenPlace) }},
+	{"map verdict (no labels)", func(r *evaluate.Report) string {
+		if r.Diagnosis == nil || r.Diagnosis.Verdict == nil {
+			return "-"
+		}
+		if v := r.Diagnosis.Verdict; !v.Resolved {
+			return "not resolved (" + strings.Join(v.Problems, ", ") + ")"
+		}
+		return "resolved"
+	}},
 	{"seconds", func(r *evaluate.Report) string {
 		if t, ok := r.Seconds["total"]; ok {
 			return fmt.Sprintf("%.0f", t)
@@ -132,12 +141,19 @@ func Compare(labels []string, reports []*evaluate.Report) error {
 	return nil
 }
 
-// Report displays one report's headline metrics as a two-column table.
+// Report displays one report's headline metrics as a two-column table, then the
+// map's label-free verdict in words when the report has one.
 func Report(r *evaluate.Report) error {
 	if r == nil {
 		return fmt.Errorf("notebook: no report")
 	}
-	return Compare([]string{"value"}, []*evaluate.Report{r})
+	if err := Compare([]string{"value"}, []*evaluate.Report{r}); err != nil {
+		return err
+	}
+	if r.Diagnosis != nil && r.Diagnosis.Verdict != nil {
+		Markdownf("**Map verdict (no labels):** %s", r.Diagnosis.Verdict.Text)
+	}
+	return nil
 }
 
 // SummaryMarkdown formats one row per report with the headline columns of the

@@ -556,13 +556,17 @@ func cloneBudget(cfg Config, share []float64) []int {
 	return c
 }
 
-// encodeAll returns the hard token of every training frame, in blocks (memory stays small).
-func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) {
+// encodeAll returns the hard token of every training frame.
+func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) { return r.d.encodeAll(m) }
+
+// encodeAll returns the hard token of every training frame under m, in blocks
+// (memory stays small).
+func (d *data) encodeAll(m *vqvae.Model) ([]int, error) {
 	const block = 4096
 	var out []int
 	var buf []float32
-	for s := 0; s < len(r.d.allFrames); s += block {
-		buf = r.d.train.Floats(r.d.allFrames[s:min(s+block, len(r.d.allFrames))], buf)
+	for s := 0; s < len(d.allFrames); s += block {
+		buf = d.train.Floats(d.allFrames[s:min(s+block, len(d.allFrames))], buf)
 		t, _, err := m.Encode(buf)
 		if err != nil {
 			return nil, err
@@ -570,6 +574,17 @@ func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) {
 		out = append(out, t...)
 	}
 	return out, nil
+}
+
+// sequences cuts the training episodes' tokens (in episode order) into sequences.
+func (d *data) sequences(tokens []int) []chmm.Sequence {
+	seqs := make([]chmm.Sequence, len(d.episodes))
+	off := 0
+	for e, ep := range d.episodes {
+		seqs[e] = chmm.Sequence{Obs: tokens[off : off+ep.Len()], Actions: ep.Actions}
+		off += ep.Len()
+	}
+	return seqs
 }
 
 // saveJoint writes the joint model to a new checkpoint file and points the state at it
@@ -947,12 +962,7 @@ func (r *runner) final() error {
 			rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		r.st.Extra["final_num_states"] = float64(hmm.N())
 	}
-	seqs := make([]chmm.Sequence, len(r.d.episodes))
-	off := 0
-	for e, ep := range r.d.episodes {
-		seqs[e] = chmm.Sequence{Obs: tokens[off : off+ep.Len()], Actions: ep.Actions}
-		off += ep.Len()
-	}
+	seqs := r.d.sequences(tokens)
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
 		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
 	if cfg.FinalIters > 0 {
@@ -1089,6 +1099,9 @@ func (r *runner) evaluate() error {
 	if err != nil {
 		return err
 	}
+	if rep.Diagnosis, err = diagnose(r.d, cfg, vq, r.hmm); err != nil {
+		return fmt.Errorf("pipeline: diagnosing the map: %w", err)
+	}
 	r.addSeconds(PhaseEval, start)
 	rep.Trainer = "joint"
 	rep.Seconds = map[string]float64{}
@@ -1201,6 +1214,9 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 	rep, err := Evaluate(res.VQVAE, res.HMM, env, res.Config)
 	if err != nil {
 		return nil, err
+	}
+	if rep.Diagnosis, err = Diagnose(res); err != nil {
+		return nil, fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	old := res.Report
 	rep.Trainer, rep.Seconds, rep.Backend = old.Trainer, old.Seconds, old.Backend

@@ -275,6 +275,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if repA.ViterbiMap != repB.ViterbiMap || repA.StatePlacePurity != repB.StatePlacePurity || repA.HTokenGivenPlace != repB.HTokenGivenPlace {
 		t.Errorf("reports differ: %+v / %+v", repA.ViterbiMap, repB.ViterbiMap)
 	}
+	// The label-free diagnosis covers every training step and the held-out episode.
+	if d := repA.Diagnosis; d == nil || d.Verdict == nil || d.Steps != cfg.Episodes*cfg.Steps || d.HeldOutSteps != cfg.EvalSteps ||
+		d.Verdict.Text != d.Judge(true).Text {
+		t.Errorf("diagnosis %+v, want %d training and %d held-out steps with a verdict", d, cfg.Episodes*cfg.Steps, cfg.EvalSteps)
+	}
 	// A finished run is loaded, not retrained.
 	info, _ := os.Stat(filepath.Join(a, CHMMFile))
 	again, err := Run(context.Background(), a, cfg, nil)

@@ -1,0 +1,39 @@
+package pipeline
+
+import (
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// Diagnose is chmm.Diagnose of a run's map from its own data, without labels: the
+// HMM on the hard tokens the final encoder gives the training episodes' frames, and
+// on those of the held-out episode's test images, with its verdict
+// (Judge(chmm.NoisyTokens)). The evaluation phase stores it in the report.
+func Diagnose(res *Result) (*chmm.Diagnosis, error) {
+	d, err := loadData(res.Config)
+	if err != nil {
+		return nil, err
+	}
+	return diagnose(d, res.Config, res.VQVAE, res.HMM)
+}
+
+func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model) (*chmm.Diagnosis, error) {
+	tokens, err := d.encodeAll(vq)
+	if err != nil {
+		return nil, err
+	}
+	held, err := NewHeldOut(cfg, d.env)
+	if err != nil {
+		return nil, err
+	}
+	heldTokens, _, err := vq.Encode(held.Images)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := chmm.Diagnose(hmm, d.sequences(tokens), []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, 0)
+	if err != nil {
+		return nil, err
+	}
+	dg.Verdict = dg.Judge(chmm.NoisyTokens)
+	return dg, nil
+}
