@@ -117,9 +117,12 @@ func planRun(o *planOptions) (*planReport, error) {
 	if o.quiet {
 		out = nil
 	}
-	noise := experiment.NoiseRate
-	if o.noiseModel == "auto" || o.noiseModel == "learn" {
+	noise := experiment.DefaultNoise(setup, cfg.Filter.Soft) // --noise not given
+	switch o.noiseModel {
+	case "auto", "learn":
 		noise = o.noiseModel
+	case "rate":
+		noise = experiment.NoiseRate
 	}
 	return experiment.Plan(setup, cfg, noise, out)
 }
@@ -164,11 +167,8 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 	case o.localize < 1 || o.demo < 1:
 		return cfg, fmt.Errorf("--localize %d, --demo %d: walks need at least 1 observation", o.localize, o.demo)
 	}
-	if o.obs == "" { // hard tokens; image runs learn their misreadings by default
+	if o.obs == "" {
 		o.obs = "hard"
-		if o.run != "" && o.noiseModel == "" {
-			o.noiseModel = "learn"
-		}
 	}
 	switch {
 	case o.obs != "hard" && o.obs != "soft":

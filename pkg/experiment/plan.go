@@ -22,6 +22,17 @@ const (
 	NoiseLearn = "learn" // a token confusion matrix fitted to that walk by EM
 )
 
+// DefaultNoise is the noise model of planning with s when none is chosen: NoiseLearn
+// for a map read from images through hard emissions (the encoder misreads test
+// images; README, "Planning with the learned map"), NoiseRate otherwise (symbols are
+// never misread, and soft emissions carry the encoder's own uncertainty).
+func DefaultNoise(s *PlanSetup, soft bool) string {
+	if s.Dataset != "symbolic" && !soft {
+		return NoiseLearn
+	}
+	return NoiseRate
+}
+
 // PlanSetup is what Plan plans with: a map, the true environment it is scored in and
 // how the agent observes places.
 type PlanSetup struct {

@@ -54,3 +54,16 @@ func TestPlanSymbolic(t *testing.T) {
 		t.Errorf("soft with learn: %v", err)
 	}
 }
+
+// TestDefaultNoise checks the noise model chosen when none is given.
+func TestDefaultNoise(t *testing.T) {
+	for _, tc := range []struct {
+		dataset string
+		soft    bool
+		want    string
+	}{{"symbolic", false, NoiseRate}, {"mnist", false, NoiseLearn}, {"fashion", false, NoiseLearn}, {"mnist", true, NoiseRate}} {
+		if got := DefaultNoise(&PlanSetup{Dataset: tc.dataset}, tc.soft); got != tc.want {
+			t.Errorf("%s soft=%v: %q, want %q", tc.dataset, tc.soft, got, tc.want)
+		}
+	}
+}
