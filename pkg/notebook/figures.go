@@ -11,8 +11,10 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/plan"
 )
 
 // PNGer is anything that renders itself as PNG bytes: a *figures.Figure.
@@ -158,4 +160,24 @@ func WriteLayout(name, text string) (string, error) {
 		return "", fmt.Errorf("notebook: %w", err)
 	}
 	return path, nil
+}
+
+// PlanTrials displays the first n trials of mode in a planning report on a pixel
+// run that was traced (plan.EvalConfig.Trace): figures.PlanTrials, with the beliefs
+// drawn at the places the run's evaluation assigns to its states.
+func PlanTrials(res *pipeline.Result, rep *experiment.PlanReport, mode plan.Mode, n int) error {
+	env, err := res.Config.Environment()
+	if err != nil {
+		return err
+	}
+	for _, m := range rep.Modes {
+		if m.Mode == mode {
+			fig, err := figures.PlanTrials(env, mode, res.Report.StatePlace, m.Trials[:min(n, len(m.Trials))]...)
+			if err != nil {
+				return err
+			}
+			return Show(fig)
+		}
+	}
+	return fmt.Errorf("notebook: the planning report has no %s trials", mode)
 }

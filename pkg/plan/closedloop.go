@@ -49,6 +49,9 @@ type EvalConfig struct {
 	Plan         PlanConfig   `json:"-"`
 	// Progress, if set, is called after every pair with the pairs done.
 	Progress func(done, total int) `json:"-"`
+	// Trace keeps each trial's walk and beliefs (Trial.Path, StartBelief,
+	// GoalBelief, EndBelief) for figures; off by default, so reports stay small.
+	Trace bool `json:"-"`
 }
 
 // DefaultEvalConfig returns 200 pairs, seed 1, localisation and
@@ -147,6 +150,13 @@ type Trial struct {
 	Explore    int     `json:"explore"`  // MPC: random actions taken when no plan was found
 	Looks      int     `json:"looks"`    // MPC: actions taken to tell the goal place from a rival (Map.Distinguish)
 	Resets     int     `json:"resets"`   // filter restarts (impossible observations)
+
+	// With EvalConfig.Trace: the true places of the executed walk (Start, then one
+	// per step), and the filter's belief over the model's states after the
+	// localisation walk, at the end of the demonstration (which defines the goal)
+	// and at the end of the trial (open loop: the first, as it is not updated).
+	Path                               []int     `json:"path,omitempty"`
+	StartBelief, GoalBelief, EndBelief []float64 `json:"-"`
 }
 
 // ModeResult scores one mode over all pairs.
@@ -317,6 +327,9 @@ func runPair(mp *Map, env *gridworld.Env, obs Observer, freq [][]float64, cfg Ev
 	d := dist[here][goalPlace]
 	base := Trial{Pair: pair, Start: here, Goal: goalPlace, Shortest: d, Ambiguous: goal.Ambiguous, GoalMass: goal.Mass,
 		Budget: int(math.Floor(cfg.BudgetFactor*float64(d))) + cfg.BudgetExtra, OracleGoal: -1}
+	if cfg.Trace {
+		base.StartBelief, base.GoalBelief = loc.Belief(), demo.Belief()
+	}
 	if freq != nil {
 		if g, m := argmax(oracleFilter(env, freq, demoObs, demoActions)); m > 0 {
 			base.OracleGoal, base.OracleMass = g, m
@@ -340,6 +353,10 @@ func runPair(mp *Map, env *gridworld.Env, obs Observer, freq [][]float64, cfg Ev
 // execute runs one trial from the localised filter f and fills t.
 func execute(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, mode Mode, f *Filter, goal Goal, rng *rand.Rand, t *Trial) error {
 	place := t.Start
+	if cfg.Trace {
+		t.Path = []int{place}
+		defer func() { t.EndBelief = f.Belief() }()
+	}
 	first, err := mp.Plan(f.Belief(), goal, cfg.Plan)
 	switch {
 	case errors.Is(err, ErrUnreachable):
@@ -355,6 +372,9 @@ func execute(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, mode Mod
 			for _, a := range first.Actions[:min(first.Len(), t.Budget)] {
 				place = env.Next(place, a)
 				t.Steps++
+				if cfg.Trace {
+					t.Path = append(t.Path, place)
+				}
 			}
 		}
 		t.End, t.Success = place, place == t.Goal
@@ -393,6 +413,9 @@ func execute(mp *Map, env *gridworld.Env, obs Observer, cfg EvalConfig, mode Mod
 		}
 		place = env.Next(place, a)
 		t.Steps++
+		if cfg.Trace {
+			t.Path = append(t.Path, place)
+		}
 		if err := f.Step(a, obs.Observe(rng, place)); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -427,3 +428,49 @@ func TestOracleFilterMatchesExactModel(t *testing.T) {
 type observerFunc func(rng *rand.Rand, place int) Obs
 
 func (f observerFunc) Observe(rng *rand.Rand, place int) Obs { return f(rng, place) }
+
+// TestEvaluateTrace checks that tracing records each trial's walk and beliefs and
+// changes no result.
+func TestEvaluateTrace(t *testing.T) {
+	env, err := gridworld.Named("corridors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := envModel(t, env, 1)
+	mp, err := NewMap(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultEvalConfig()
+	cfg.Pairs, cfg.Seed = 12, 4
+	plain, err := Evaluate(mp, env, symbols(env), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Trace = true
+	traced, err := Evaluate(mp, env, symbols(env), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, mr := range traced.Modes {
+		for j, tr := range mr.Trials {
+			p := plain.Modes[i].Trials[j]
+			if tr.Success != p.Success || tr.Steps != p.Steps || tr.End != p.End || p.Path != nil {
+				t.Fatalf("%s pair %d: tracing changed the trial: %+v vs %+v", mr.Mode, j, tr, p)
+			}
+			if len(tr.Path) != tr.Steps+1 || tr.Path[0] != tr.Start || tr.Path[len(tr.Path)-1] != tr.End {
+				t.Fatalf("%s pair %d: path %v for %d steps from %d to %d", mr.Mode, j, tr.Path, tr.Steps, tr.Start, tr.End)
+			}
+			for k := 1; k < len(tr.Path); k++ {
+				if a, b := tr.Path[k-1], tr.Path[k]; a != b && !slices.Contains(env.Neighbors(a), b) {
+					t.Fatalf("%s pair %d: step %d jumps from place %d to %d", mr.Mode, j, k, a, b)
+				}
+			}
+			for _, b := range [][]float64{tr.StartBelief, tr.GoalBelief, tr.EndBelief} {
+				if len(b) != mp.N {
+					t.Fatalf("%s pair %d: a belief of %d entries, want %d", mr.Mode, j, len(b), mp.N)
+				}
+			}
+		}
+	}
+}
