@@ -145,6 +145,13 @@ func TestFiguresFromRun(t *testing.T) {
 	for _, name := range []string{"fig4_aliased_tiny", "fig5_aliased_tiny", "fig6_aliased_tiny", "table4_aliased", "fig5"} {
 		checkPNGFile(t, filepath.Join(out, name+".png"))
 	}
+	// The same run plans and draws its trials.
+	planFig := filepath.Join(out, "plan.png")
+	code, _, errOut = run(t, "plan", "--run", runDir, "--pairs", "4", "--mode", "mpc", "--figure", planFig, "--quiet")
+	if code != 0 || !strings.Contains(errOut, "figure written to") {
+		t.Fatalf("plan --figure: exit %d: %s", code, errOut)
+	}
+	checkPNGFile(t, planFig)
 }
 
 // mustJSON marshals v as indented JSON.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/plan"
 )
@@ -33,6 +34,7 @@ type planOptions struct {
 	noise, goalMass         float64
 	arriveMass              float64
 	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn"; "" not given
+	figure                  string
 	quiet                   bool
 }
 
@@ -98,9 +100,13 @@ func planFlags(o *planOptions) *flag.FlagSet {
 	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
 	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
 	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place; below it, first take the actions that tell the goal from its rival")
+	fs.StringVar(&o.figure, "figure", "", fmt.Sprintf("draw the first %d trials of the last mode (beliefs, walk, goal) to this PNG; needs --run", planFigureTrials))
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	return fs
 }
+
+// planFigureTrials is how many trials --figure draws.
+const planFigureTrials = 6
 
 // planRun checks the options, loads the map and runs the closed-loop
 // evaluation: everything "gradcscg plan" does but print and write it.
@@ -124,7 +130,21 @@ func planRun(o *planOptions) (*planReport, error) {
 	case "rate":
 		noise = experiment.NoiseRate
 	}
-	return experiment.Plan(setup, cfg, noise, out)
+	cfg.Trace = o.figure != ""
+	rep, err := experiment.Plan(setup, cfg, noise, out)
+	if err != nil || o.figure == "" {
+		return rep, err
+	}
+	last := rep.Modes[len(rep.Modes)-1]
+	fig, err := figures.PlanTrials(setup.Env, last.Mode, setup.StatePlace, last.Trials[:min(planFigureTrials, len(last.Trials))]...)
+	if err != nil {
+		return nil, fmt.Errorf("--figure: %w", err)
+	}
+	if err := fig.Save(o.figure); err != nil {
+		return nil, fmt.Errorf("--figure: %w", err)
+	}
+	fmt.Fprintf(stderr, "figure written to %s\n", o.figure)
+	return rep, nil
 }
 
 // writePlanJSON writes the report, with every trial, as indented JSON.
@@ -164,6 +184,8 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--env and --layout go with --model; a run directory names its environment")
 	case o.pairs < 1:
 		return cfg, fmt.Errorf("--pairs %d: need at least 1", o.pairs)
+	case o.figure != "" && o.run == "":
+		return cfg, fmt.Errorf("--figure needs --run DIR: it draws beliefs at the places the run's evaluation assigns to the map's states")
 	case o.localize < 1 || o.demo < 1:
 		return cfg, fmt.Errorf("--localize %d, --demo %d: walks need at least 1 observation", o.localize, o.demo)
 	}

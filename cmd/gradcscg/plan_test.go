@@ -33,6 +33,7 @@ func TestPlanBadArguments(t *testing.T) {
 		{"soft with noise", []string{"--run", dir, "--obs", "soft", "--noise", "auto"}, "--noise applies to hard emissions only"},
 		{"soft with learned noise", []string{"--run", dir, "--obs", "soft", "--noise", "learn"}, "--noise applies to hard emissions only"},
 		{"bad arrival mass", []string{"--model", model, "--env", "aliased", "--arrive-mass", "0"}, "--arrive-mass 0"},
+		{"figure of a symbolic model", []string{"--model", model, "--env", "aliased", "--figure", filepath.Join(dir, "f.png")}, "--figure needs --run DIR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, append([]string{"plan", "--quiet"}, tc.args...)...)

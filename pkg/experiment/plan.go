@@ -42,6 +42,9 @@ type PlanSetup struct {
 	Source   string // run directory or model file
 	Dataset  string // "symbolic", "mnist", "fashion"
 	Obs      string // how observations are made, for reports
+	// StatePlace is the place χ(s) the run's evaluation assigns to each state (for
+	// figures.PlanTrials); nil for a symbolic model.
+	StatePlace []int
 }
 
 // SymbolicPlanSetup plans with a symbolic model m of env (source names it): the agent
@@ -81,7 +84,7 @@ func RunPlanSetup(res *pipeline.Result, source, emissions string, progressOut io
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	return &PlanSetup{Map: mp, Env: env, Observer: pool, Source: source, Dataset: res.Config.Dataset,
+	return &PlanSetup{Map: mp, Env: env, Observer: pool, Source: source, Dataset: res.Config.Dataset, StatePlace: res.Report.StatePlace,
 		Obs: "held-out " + res.Config.Dataset + " images, " + emissions + " emissions"}, nil
 }
 
