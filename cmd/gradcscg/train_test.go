@@ -85,6 +85,11 @@ func TestTrainConfigFlags(t *testing.T) {
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 128 || runName(cfg) != "aliased_mnist_seed1_grad128" {
 		t.Errorf("--arch conv --grad-frames 128: grad_frames %d, name %q, err %v", cfg.GradFrames, runName(cfg), err)
 	}
+	// --size smoke: seconds, named for its size.
+	o.gradFrames, o.arch, o.size = -1, "", "smoke"
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.Steps != 600 || runName(cfg) != "aliased_mnist_seed1_mlp_smoke" {
+		t.Errorf("--size smoke: steps %d, name %q, err %v", cfg.Steps, runName(cfg), err)
+	}
 }
 
 func mustDefault(t *testing.T, env string) pipeline.Config {

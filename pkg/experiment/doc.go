@@ -12,5 +12,7 @@
 //     `gradcscg plan` and the plan suite, and callable from a notebook;
 //   - RunVQStudy, the VQ-VAE alone (warm-up, no labels) scored on held-out test
 //     images, and RunVQSuite, its grid (results/vqvae.md), behind `gradcscg vqvae`
-//     and notebook 07.
+//     and notebook 07;
+//   - Size, the one size knob (full, ci, smoke) of pipelines and VQ-VAE studies,
+//     behind `gradcscg train --size` and the notebooks' GRADCSCG_NB_SIZE.
 package experiment

@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
 
 // PipelineConfig returns the pixel-pipeline configuration (paper Sec. 3.6) the
-// notebooks train env with: pipeline.DefaultConfig(env) at full size, Smoke of it at
-// CI size.
+// notebooks train env with: pipeline.DefaultConfig(env) at full size,
+// experiment.SizeSmoke of it at CI size.
 func PipelineConfig(env string) (pipeline.Config, error) {
 	cfg, err := pipeline.DefaultConfig(env)
 	if err != nil {
@@ -53,24 +54,9 @@ func sized(cfg pipeline.Config) (pipeline.Config, error) {
 		return pipeline.Config{}, err
 	}
 	if size == SizeCI {
-		cfg = Smoke(cfg)
+		cfg = experiment.SizeSmoke.Pipeline(cfg)
 	}
 	return cfg, nil
-}
-
-// Smoke shrinks a configuration to run in a few seconds: the MLP VQ-VAE (D = 16), 2
-// episodes of 600 steps (held-out 1,000), 2 warm-up epochs of batch 64, 16 joint
-// iterations of 2 chunks × 64 steps, 100 finalisation iterations. It exercises every
-// phase but does not recover the map (measured on aliased: Viterbi-path recall ≈ 0.5).
-func Smoke(cfg pipeline.Config) pipeline.Config {
-	cfg = cfg.WithArch("mlp")
-	cfg.D = 16
-	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
-	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
-	cfg.RecenterFrames = 1000
-	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 16, 64, 2, 5
-	cfg.FinalIters = 100
-	return cfg
 }
 
 // Pipeline trains, resumes or loads the pixel run called name (in RunDir(name)) with
@@ -123,7 +109,7 @@ func FinishedRun(name string) (string, bool) {
 // given seed, and a sentence saying where it came from. A finished run in
 // runs/<env>_mnist_seed<seed> (the directory `gradcscg train` and `gradcscg reproduce`
 // use) is loaded at either size. Otherwise, at full size the paper's configuration is
-// trained (or resumed) there; at CI size a Smoke-sized run is trained in
+// trained (or resumed) there; at CI size a smoke-sized run (experiment.SizeSmoke) is trained in
 // RunDir("nb_<env>_seed<seed>").
 func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
 	name := fmt.Sprintf("%s_mnist_seed%d", env, seed)

@@ -128,7 +128,7 @@ func TestSymbolicTrainsAndLoads(t *testing.T) {
 	}
 }
 
-// TestPixelRunHelpers trains a Smoke-sized pixel run (seconds), then checks that
+// TestPixelRunHelpers trains a smoke-sized pixel run (seconds), then checks that
 // DecodeHeldOut re-creates the held-out episode the report was scored on (and that
 // its consistency check fails on a tampered report), and that the figure helpers
 // display PNGs.
@@ -139,7 +139,7 @@ func TestPixelRunHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Arch != "mlp" || cfg.Steps != 600 || cfg.JointIters != 16 {
-		t.Fatalf("CI-size PipelineConfig is not Smoke-sized: %+v", cfg)
+		t.Fatalf("CI-size PipelineConfig is not smoke-sized: %+v", cfg)
 	}
 	dir := t.TempDir()
 	res, err := PipelineIn(dir, cfg, nil)

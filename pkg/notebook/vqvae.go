@@ -13,23 +13,14 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// VQSmoke shrinks a VQ-VAE study to run in seconds: 150 warm-up steps of batch 64 on
-// 2 episodes of 1,000 steps, a 1,000-step held-out episode, a curve point every 50
-// steps. The tokens are still rough (the full study takes 2,000 steps).
-func VQSmoke(s experiment.VQStudy) experiment.VQStudy {
-	s.Steps, s.Batch, s.Curve, s.CheckpointEvery = 150, 64, 50, 50
-	s.Episodes, s.EpisodeLen, s.EvalLen = 2, 1000, 1000
-	return s
-}
-
 // vqSuiteCurve is the learning-curve interval of the full-size suite
 // (`gradcscg vqvae --suite`).
 const vqSuiteCurve = 100
 
 // VQStudy returns the VQ-VAE-alone study (experiment.RunVQStudy) of a built-in
 // environment and data set: at full size the suite's settings
-// (experiment.DefaultVQStudy with a curve point every 100 steps), at CI size VQSmoke
-// of them, in RunDir("vqvae_ENV_DATASET_seedS").
+// (experiment.DefaultVQStudy with a curve point every 100 steps), at CI size
+// experiment.SizeSmoke of them, in RunDir("vqvae_ENV_DATASET_seedS").
 func VQStudy(env, dataset string, seed uint64) (experiment.VQStudy, error) {
 	e, err := gridworld.Named(env)
 	if err != nil {
@@ -38,7 +29,7 @@ func VQStudy(env, dataset string, seed uint64) (experiment.VQStudy, error) {
 	s := experiment.DefaultVQStudy(e)
 	s.Dataset, s.Seed, s.Curve = dataset, seed, vqSuiteCurve
 	if CI() {
-		s = VQSmoke(s)
+		s = experiment.SizeSmoke.VQStudy(s)
 	}
 	if s.Dir, err = RunDir(fmt.Sprintf("vqvae_%s_%s_seed%d", env, filepath.Base(dataset), seed)); err != nil {
 		return experiment.VQStudy{}, err
@@ -67,14 +58,14 @@ func VQReport(s experiment.VQStudy) (*experiment.VQReport, string, error) {
 // VQSuite returns the VQ-VAE quality grid the notebooks reproduce: at full size
 // `gradcscg vqvae --suite` (aliased and two_rooms × MNIST and Fashion-MNIST × seeds
 // 1–3, rooted at the repository's results/, whose committed reports it reads), at
-// CI size VQSmoke studies of aliased × MNIST × seeds 1–2 under RunsRoot.
+// CI size smoke-sized studies of aliased × MNIST × seeds 1–2 under RunsRoot.
 func VQSuite() (experiment.VQSuite, error) {
 	s := experiment.VQSuite{Envs: []string{"aliased", "two_rooms"}, Datasets: []string{"mnist", "fashion"},
 		Seeds: 3, Command: "gradcscg vqvae --suite"}
 	s.Base = experiment.DefaultVQStudy(nil)
 	s.Base.Curve = vqSuiteCurve
 	if CI() {
-		s.Base = VQSmoke(s.Base)
+		s.Base = experiment.SizeSmoke.VQStudy(s.Base)
 		s.Envs, s.Datasets, s.Seeds = []string{"aliased"}, []string{"mnist"}, 2
 		root, err := RunsRoot()
 		if err != nil {

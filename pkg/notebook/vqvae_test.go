@@ -23,10 +23,10 @@ func TestVQStudySizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := VQSmoke(full)
+	want := experiment.SizeSmoke.VQStudy(full)
 	want.Env, want.Dir = ci.Env, ci.Dir
 	if ci != want || ci.Dir == full.Dir || ci.Env.Name != "two_rooms" {
-		t.Errorf("CI-size study %+v is not VQSmoke of the full one in its own directory", ci)
+		t.Errorf("CI-size study %+v is not the smoke size of the full one in its own directory", ci)
 	}
 	if err := ci.Check(); err != nil {
 		t.Error(err)
