@@ -164,7 +164,7 @@ func TestNotebooks(t *testing.T) {
 	} else if out, err = filepath.Abs(out); err != nil {
 		t.Fatal(err)
 	}
-	runs := t.TempDir() // CI-sized runs are trained afresh, never loaded from runs/
+	runs := t.TempDir()                     // CI-sized runs are trained afresh, never loaded from runs/
 	if os.Getenv("GRADCSCG_NB_OUT") != "" { // kept beside the executed notebooks (afresh too)
 		runs = filepath.Join(out, "runs")
 		if err := os.RemoveAll(runs); err != nil {

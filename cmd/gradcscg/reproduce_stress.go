@@ -99,9 +99,12 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 					continue
 				}
 				r := sr.rep
-				fmt.Fprintf(stderr, "[%d/%d] %-28s recall %.2f F1 %.3f  interventions %g  skipped %g  %.0fs  (elapsed %s)\n",
-					done, total, name, r.ViterbiMap.Recall, r.ViterbiMap.F1, extraNum(r, "joint_interventions"),
-					extraNum(r, "joint_skipped_steps"), r.Seconds["total"], time.Since(t0).Round(time.Second))
+				guard := "guard not recorded"
+				if g := r.JointGuard(); g != nil {
+					guard = fmt.Sprintf("interventions %d  skipped %d", len(g.Interventions), g.SkippedSteps)
+				}
+				fmt.Fprintf(stderr, "[%d/%d] %-28s recall %.2f F1 %.3f  %s  %.0fs  (elapsed %s)\n",
+					done, total, name, r.ViterbiMap.Recall, r.ViterbiMap.F1, guard, r.Seconds["total"], time.Since(t0).Round(time.Second))
 			}
 		}
 	}
@@ -171,14 +174,6 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 	return &stressRun{name: name, rep: rep}, nil
 }
 
-// extraNum is a numeric entry of rep.Extra; NaN when absent.
-func extraNum(rep *evaluate.Report, key string) float64 {
-	if x, ok := rep.ExtraNumber(key); ok {
-		return x
-	}
-	return math.NaN()
-}
-
 // stressTable renders the stress suite: one row per configuration and environment.
 func stressTable(cfgs []stressConfig, envs []string, results map[string][]stressRun, total int) string {
 	var b strings.Builder
@@ -210,14 +205,14 @@ func stressTable(cfgs []stressConfig, envs []string, results map[string][]stress
 					continue
 				}
 				ok = append(ok, r.rep)
-				x := extraNum(r.rep, "joint_interventions")
-				if math.IsNaN(x) { // a report from before interventions were recorded
+				g := r.rep.JointGuard()
+				if g == nil { // a report from before interventions were recorded
 					unknown++
 					continue
 				}
-				iv += int(x)
-				ivMax = max(ivMax, int(x))
-				if extraNum(r.rep, "joint_skipped_steps") > 0 {
+				iv += len(g.Interventions)
+				ivMax = max(ivMax, len(g.Interventions))
+				if g.SkippedSteps > 0 {
 					nf++
 				}
 			}

@@ -210,9 +210,9 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 			env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), o.episodes, o.steps, o.trainer)
 	}
 	tTrain := time.Now()
-	var hist *chmm.History
+	record := experiment.SymbolicTraining(m, train, experiment.Training{}, nil) // a loaded map's
 	if o.loadPath == "" {
-		if hist, err = trainSymbolic(m, train, o, def); err != nil {
+		if record, err = trainSymbolic(m, train, o, def); err != nil {
 			return nil, err
 		}
 	}
@@ -249,15 +249,7 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 		"eval":  time.Since(tEval).Seconds(),
 		"total": time.Since(t0).Seconds(),
 	}
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["restarts"] = max(1, o.restarts)
-	if hist != nil { // the kept run's: how long it trained and why it stopped
-		rep.Extra["train_iterations"] = len(hist.LogLik)
-		rep.Extra["train_stop"] = hist.Stop
-		rep.Extra["train_split_rounds"] = len(hist.Splits)
-	}
+	rep.Training = record
 	if o.savePath != "" {
 		m.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
 		if err := m.Save(o.savePath); err != nil {
@@ -268,8 +260,8 @@ func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
 }
 
 // trainSymbolic trains m in place with experiment.TrainSymbolic (the trainer of the
-// notebooks too) and returns the training history (for EM, of the restart kept).
-func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*chmm.History, error) {
+// notebooks too) and returns the report's record of it.
+func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*evaluate.Training, error) {
 	t := experiment.Training{Trainer: o.trainer, Seed: o.seed, Iters: o.iters, LR: o.lr, Entropy: o.entropy,
 		ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Restarts: o.restarts, Init: o.init}
 	// The original CSCG's pseudocount for rooms where the environment gives none:
@@ -292,7 +284,7 @@ func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def 
 	if best != m {
 		*m = *best
 	}
-	return h, nil
+	return experiment.SymbolicTraining(m, train, t, h), nil
 }
 
 func runEnvs(args []string) error {

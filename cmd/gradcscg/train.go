@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -441,11 +440,11 @@ func imageTables(envs []string, dataset, arch string, groups map[string][]*evalu
 func interventions(rs []*evaluate.Report) string {
 	n := 0
 	for _, r := range rs {
-		x := extraNum(r, "joint_interventions")
-		if math.IsNaN(x) {
+		g := r.JointGuard()
+		if g == nil {
 			return "?"
 		}
-		n += int(x)
+		n += len(g.Interventions)
 	}
 	return strconv.Itoa(n)
 }
@@ -538,8 +537,8 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					continue
 				}
 				hardF1 := "–"
-				if f, ok := rep.ExtraNumbers("hard_decoding")["viterbi_map_f1"]; ok {
-					hardF1 = fmt.Sprintf("%.3f", f)
+				if o := rep.OtherReadout; o != nil && o.Decode == pipeline.DecodeHard {
+					hardF1 = fmt.Sprintf("%.3f", o.ViterbiMapF1)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %d | %v | %.2f | %.3f | %.2f | %.3f | %s | %.3f | %.3f | %.1f |\n",
 					env, ab.name, seed, rep.NumTokens, interventions([]*evaluate.Report{rep}), rep.Perplexity, rep.HTokenGivenPlace,

@@ -93,8 +93,12 @@ type Report struct {
 	// Diagnosis is the label-free account of the map on its own walks, with its
 	// verdict (chmm.Diagnose, Diagnosis.Judge; set by the caller).
 	Diagnosis *chmm.Diagnosis `json:"diagnosis,omitempty"`
-	// Extra is free-form caller data (episode counts, hyperparameters, ...).
-	Extra map[string]any `json:"extra,omitempty"`
+	// Decode is the read-out that scored this report ("soft" | "hard", pipeline runs);
+	// OtherReadout is the other read-out's headline.
+	Decode       string   `json:"decode,omitempty"`
+	OtherReadout *Readout `json:"other_readout,omitempty"`
+	// Training is how the map was made (set by its trainer; nil when unknown).
+	Training *Training `json:"training,omitempty"`
 }
 
 // requiredKeys are the keys of spec/evaluation.md's report format.
@@ -220,6 +224,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Backend != "" {
 		row("backend", "%s", r.Backend)
 	}
+	if o := r.OtherReadout; o != nil {
+		row(o.Decode+" read-out", "map P %.3f  R %.3f  F1 %.3f, state->place purity %.4f, action accuracy %.4f",
+			o.ViterbiMapPrecision, o.ViterbiMapRecall, o.ViterbiMapF1, o.StatePlacePurity, o.ActionAccuracy)
+	}
+	r.Training.rows(row)
 	if r.Diagnosis != nil && r.Diagnosis.Verdict != nil {
 		row("map verdict (no labels)", "%s", r.Diagnosis.Verdict.Text)
 	}
@@ -231,43 +240,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// ExtraNumber returns the number in Extra[key] and whether there is one. A fresh
-// report holds ints and float64s, one read back from JSON float64s; both read the same.
-func (r *Report) ExtraNumber(key string) (float64, bool) {
-	if r == nil {
-		return 0, false
-	}
-	switch v := r.Extra[key].(type) {
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
-}
-
-// ExtraNumbers returns the numbers of the map in Extra[key] (for example the other
-// read-out's headline metrics), nil when there is none: a fresh report holds a
-// map[string]float64, one read back from JSON a map[string]any.
-func (r *Report) ExtraNumbers(key string) map[string]float64 {
-	if r == nil {
-		return nil
-	}
-	switch m := r.Extra[key].(type) {
-	case map[string]float64:
-		return m
-	case map[string]any:
-		out := make(map[string]float64, len(m))
-		for k, v := range m {
-			if x, ok := v.(float64); ok {
-				out[k] = x
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/progress"
 )
@@ -205,4 +206,19 @@ func DiagnoseSymbolic(m *chmm.Model, train []chmm.Sequence, heldOut chmm.Sequenc
 	}
 	d.Verdict = d.Judge(chmm.ExactTokens)
 	return d, nil
+}
+
+// SymbolicTraining is the report's record of a symbolic map m trained on train with
+// t: the walks, the starts, the clones, and how the kept start's training ran (h; nil
+// for a map loaded, not trained).
+func SymbolicTraining(m *chmm.Model, train []chmm.Sequence, t Training, h *chmm.History) *evaluate.Training {
+	rec := &evaluate.Training{Episodes: len(train), Clones: m.Clones}
+	if len(train) > 0 {
+		rec.Steps = len(train[0].Obs)
+	}
+	if h != nil {
+		rec.Restarts = max(1, t.Restarts)
+		rec.Runs = []evaluate.TrainerRun{{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop}}
+	}
+	return rec
 }

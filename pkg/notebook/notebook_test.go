@@ -146,7 +146,8 @@ func testReport() *evaluate.Report {
 		ProjectedMap:     []evaluate.ThresholdScore{{Threshold: 0.01, EdgeScore: evaluate.EdgeScore{Precision: 0.338, Recall: 1, F1: 0.505}}, {Threshold: 0.1, EdgeScore: evaluate.EdgeScore{Precision: 0.5}}},
 		HTokenGivenPlace: 0.1632, Perplexity: 2.9234, NumPlaces: 16, TrueEdges: 24,
 		Seconds: map[string]float64{"total": 812.6},
-		Extra:   map[string]any{"train_h": 0.4702, "word": "x"},
+		Training: &evaluate.Training{Joint: &evaluate.Joint{Warmup: evaluate.TokenEntropies{HTokenGivenPlace: 0.4702, HClassGivenToken: 0.1},
+			End: evaluate.TokenEntropies{HTokenGivenPlace: 0.2, HClassGivenToken: 0.0504}}},
 	}
 }
 
@@ -191,19 +192,19 @@ func TestReportTables(t *testing.T) {
 	if want := "| x | 0.80 (36) | 1.00 (24) |\n"; !strings.HasSuffix(cut, want) || !strings.Contains(cut, "F1 at f = 0.1% (edges)") {
 		t.Errorf("CutoffMarkdown =\n%s\nwant last row %q", cut, want)
 	}
-	ex, err := ExtrasMarkdown([]string{"x"}, []*evaluate.Report{r}, []string{"train_h", "word", "absent"}, []string{"h", "w", "a"})
+	ex, err := TrainEntropyMarkdown([]string{"x", "symbolic"}, []*evaluate.Report{r, {}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "| x | 0.470 | - | - |\n"; !strings.HasSuffix(ex, want) {
-		t.Errorf("ExtrasMarkdown =\n%s\nwant last row %q", ex, want)
+	if want := "| x | 0.470 | 0.200 | 0.100 | 0.050 |\n| symbolic | - | - | - | - |\n"; !strings.HasSuffix(ex, want) {
+		t.Errorf("TrainEntropyMarkdown =\n%s\nwant last rows %q", ex, want)
 	}
 	for name, err := range map[string]error{
 		"Compare":  errOf(CompareMarkdown([]string{"a"}, nil)),
 		"Summary":  errOf(SummaryMarkdown([]string{"a"}, []*evaluate.Report{nil})),
 		"Readout":  errOf(ReadoutMarkdown(nil, []*evaluate.Report{r}, 0.01)),
 		"Cutoff":   errOf(CutoffMarkdown([]string{"a", "b"}, []*evaluate.Report{r})),
-		"Extras":   errOf(ExtrasMarkdown([]string{"a"}, []*evaluate.Report{r}, []string{"k"}, nil)),
+		"Entropy":  errOf(TrainEntropyMarkdown([]string{"a", "b"}, []*evaluate.Report{r})),
 		"Report":   Report(nil),
 		"no PNG":   PNG([]byte("GIF89a")),
 		"plot 0×1": errOf(PlotPNG(plot.New(), 0, 1)),

@@ -249,7 +249,8 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 		fmt.Fprintf(progressOut, "%s: %d places, %d tokens, %d states; %d×%d training steps; trainer %s\n",
 			env.Name, env.NumPlaces(), m.K(), m.N(), cfg.Episodes, cfg.Steps, cfg.Trainer)
 	}
-	if run.Model, run.History, err = trainSymbolic(m, train, cfg, progressOut); err != nil {
+	var t experiment.Training
+	if run.Model, run.History, t, err = trainSymbolic(m, train, cfg, progressOut); err != nil {
 		return nil, err
 	}
 	trainSec := time.Since(t0).Seconds()
@@ -269,6 +270,7 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 		return nil, err
 	}
 	rep.Env, rep.Dataset, rep.Trainer, rep.Seed = env.Name, "symbolic", cfg.Trainer, cfg.Seed
+	rep.Training = experiment.SymbolicTraining(run.Model, train, t, run.History)
 	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
 	run.Report = rep
 
@@ -286,14 +288,16 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 }
 
 // trainSymbolic trains m with experiment.TrainSymbolic, the trainer of `gradcscg
-// symbolic` too.
-func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out io.Writer) (*chmm.Model, *chmm.History, error) {
+// symbolic` too, and returns how it trained.
+func trainSymbolic(m *chmm.Model, train []chmm.Sequence, cfg SymbolicConfig, out io.Writer) (*chmm.Model, *chmm.History, experiment.Training, error) {
 	restarts := cfg.Restarts // EM's (the gradient trainer here trains one start)
 	if cfg.Trainer != TrainerEM {
 		restarts = 1
 	}
-	return experiment.TrainSymbolic(m, train, experiment.Training{Trainer: cfg.Trainer, Seed: cfg.Seed, Iters: cfg.Iters,
-		Pseudocount: cfg.Pseudocount, ViterbiIters: cfg.ViterbiIters, Restarts: restarts}, out)
+	t := experiment.Training{Trainer: cfg.Trainer, Seed: cfg.Seed, Iters: cfg.Iters,
+		Pseudocount: cfg.Pseudocount, ViterbiIters: cfg.ViterbiIters, Restarts: restarts}
+	best, h, err := experiment.TrainSymbolic(m, train, t, out)
+	return best, h, t, err
 }
 
 // checkOrWriteSymbolicConfig writes cfg to dir, or checks that the config already

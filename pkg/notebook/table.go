@@ -261,30 +261,26 @@ func CutoffMarkdown(labels []string, reports []*evaluate.Report) (string, error)
 	return MarkdownTable(header, rows)
 }
 
-// ExtrasMarkdown formats one row per report with the numeric entries keys of the
-// reports' Extra (as pkg/pipeline writes them: e.g. "train_h_token_given_place_joint"),
-// headed by header (one name per key). Missing or non-numeric entries show "-".
-func ExtrasMarkdown(labels []string, reports []*evaluate.Report, keys, header []string) (string, error) {
+// TrainEntropyMarkdown formats one row per jointly trained run: H(token∣place) and
+// H(class∣token) of its training frames' hard tokens after the warm-up and after the
+// joint phase (evaluate.Joint), in nats. A report without a joint record shows "-".
+func TrainEntropyMarkdown(labels []string, reports []*evaluate.Report) (string, error) {
 	if len(labels) != len(reports) {
 		return "", fmt.Errorf("notebook: %d labels for %d reports", len(labels), len(reports))
-	}
-	if len(header) != len(keys) {
-		return "", fmt.Errorf("notebook: %d column names for %d keys", len(header), len(keys))
 	}
 	rows := make([][]string, 0, len(reports))
 	for i, r := range reports {
 		if r == nil {
 			return "", fmt.Errorf("notebook: report %q is nil", labels[i])
 		}
-		row := []string{labels[i]}
-		for _, k := range keys {
-			v := "-"
-			if x, ok := r.ExtraNumber(k); ok { // an int in a fresh report
-				v = fmt.Sprintf("%.3f", x)
+		row := []string{labels[i], "-", "-", "-", "-"}
+		if r.Training != nil && r.Training.Joint != nil {
+			j := r.Training.Joint
+			for c, x := range []float64{j.Warmup.HTokenGivenPlace, j.End.HTokenGivenPlace, j.Warmup.HClassGivenToken, j.End.HClassGivenToken} {
+				row[c+1] = fmt.Sprintf("%.3f", x)
 			}
-			row = append(row, v)
 		}
 		rows = append(rows, row)
 	}
-	return MarkdownTable(append([]string{"run"}, header...), rows)
+	return MarkdownTable([]string{"run", "H(token∣place) after warm-up", "after joint", "H(class∣token) after warm-up", "after joint"}, rows)
 }

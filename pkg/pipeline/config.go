@@ -164,8 +164,8 @@ type Config struct {
 	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen
 	// encoder's soft emissions log ρ (the emissions the joint phase trained with), so
 	// the map's context can outvote an uncertain token; DecodeHard runs Viterbi on the
-	// hard tokens, as the paper. The report holds both (the other one under
-	// extra["hard_decoding"] or extra["soft_decoding"]).
+	// hard tokens, as the paper. The report holds both (the other one's headline in
+	// evaluate.Report.OtherReadout).
 	Decode string `json:"decode"`
 
 	// StopAfterJoint, if > 0, stops the run (as if interrupted) after that many joint

@@ -65,20 +65,11 @@ func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, dec
 	return states, nil
 }
 
-// ReadOut returns the read-out (DecodeSoft or DecodeHard) that scored the run's report:
-// its extra["decode"], else the one whose alternative the extras hold (reports written
-// before extra["decode"] existed), else the config's.
+// ReadOut returns the read-out (DecodeSoft or DecodeHard) that scored the run's report,
+// else the config's.
 func (r *Result) ReadOut() string {
-	if r.Report != nil {
-		if d, ok := r.Report.Extra["decode"].(string); ok {
-			return d
-		}
-		if _, ok := r.Report.Extra["soft_decoding"]; ok {
-			return DecodeHard
-		}
-		if _, ok := r.Report.Extra["hard_decoding"]; ok {
-			return DecodeSoft
-		}
+	if r.Report != nil && r.Report.Decode != "" {
+		return r.Report.Decode
 	}
 	return r.Config.Decode
 }

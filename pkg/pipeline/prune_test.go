@@ -28,7 +28,7 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 		seq.Obs[t] = t % 2
 	}
 	r := &runner{cfg: Config{FinalPrune: 0.1, FinalPruneIters: 5, Seed: 1},
-		st: &runState{Extra: map[string]float64{}, History: []Record{{Step: 7, Phase: PhaseFinal}}}}
+		st: &runState{History: []Record{{Step: 7, Phase: PhaseFinal}}}}
 	got, err := r.prune(hmm, []chmm.Sequence{seq}, chmm.GradConfig{LR: 0.1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +36,8 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 	if !slices.Equal(got.Clones, []int{1, 1}) {
 		t.Errorf("pruned clones %v, want [1 1]", got.Clones)
 	}
-	if r.st.Extra["final_pruned_states"] != 3 || r.st.Extra["final_num_states"] != 3 {
-		t.Errorf("extras %v, want 3 pruned, 3 states left", r.st.Extra)
+	if r.st.Made.Pruned != 3 || len(r.st.Made.Runs) != 1 || r.st.Made.Runs[0].Name != "retrain" {
+		t.Errorf("record %+v, want 3 pruned and one retrain run", r.st.Made)
 	}
 	h := r.st.History
 	if len(h) < 1+5 || h[1].Step != 8 || h[1].Event != "pruned 3 states" || h[len(h)-1].Step != 7+len(h)-1 {

@@ -102,6 +102,10 @@ type runState struct {
 	SkippedAtCommit int // Skipped at the last commit
 	Interventions   []Intervention
 
+	// Made is how the map is being made: what the phases measured so far (the warm-up's
+	// codes and token entropies, the trainer's runs, pruning); the report's Training.
+	Made evaluate.Training
+	// Extra is the same, in states written before Made: decodeState moves it there.
 	Extra map[string]float64
 
 	// Integrity (rundir.go): the SHA-256 of config.json, of every model file the state
@@ -116,20 +120,7 @@ type runState struct {
 }
 
 // Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
-type Intervention struct {
-	Iter         int     `json:"iter"`           // joint iteration at which it was detected
-	Reason       string  `json:"reason"`         // what was detected
-	RolledBackTo int     `json:"rolled_back_to"` // iteration of the healthy checkpoint restored
-	AlphaScale   float64 `json:"alpha_scale"`    // α_div multiplier from then on
-	LRScale      float64 `json:"lr_scale"`       // VQ-VAE learning-rate multiplier from then on
-	Revived      int     `json:"revived"`        // codes re-seeded
-}
-
-// String describes the intervention for the loss history and the progress output.
-func (iv Intervention) String() string {
-	return fmt.Sprintf("%s at joint iteration %d: rolled back to iteration %d, α_div ×%g, VQ-VAE rate ×%g, %d code(s) re-seeded",
-		iv.Reason, iv.Iter, iv.RolledBackTo, iv.AlphaScale, iv.LRScale, iv.Revived)
-}
+type Intervention = evaluate.Intervention
 
 // scales returns the α_div and learning-rate multipliers (1 in states written before them).
 func (st *runState) scales() (alpha, lr float64) {
@@ -459,7 +450,7 @@ func (r *runner) warmup() error {
 		tokens[i] = relabel[tokens[i]]
 	}
 	r.diagnose(PhaseWarmup, tokens)
-	r.st.Extra["active_codes_warmup"] = float64(len(keep))
+	r.st.joint().ActiveCodesWarmup = len(keep)
 	r.st.Codes, r.st.Share = keep, share
 	r.st.Clones = cloneBudget(cfg, share)
 	h0 := 0.0
@@ -960,7 +951,6 @@ func (r *runner) final() error {
 		}
 		hmm = chmm.New(cloneBudget(Config{Clones: cfg.FinalClones, Budget: BudgetShare}, share), hmm.NumActions,
 			rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
-		r.st.Extra["final_num_states"] = float64(hmm.N())
 	}
 	seqs := r.d.sequences(tokens)
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
@@ -1025,8 +1015,7 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: pruning: %w", err)
 	}
-	r.st.Extra["final_pruned_states"] = float64(hmm.N() - pruned.N())
-	r.st.Extra["final_num_states"] = float64(pruned.N())
+	r.st.Made.Pruned = hmm.N() - pruned.N()
 	if r.out != nil {
 		fmt.Fprintf(r.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
 	}
@@ -1054,8 +1043,7 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 		return err
 	}
 	bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
-	r.st.Extra[label+"_iterations"] = float64(len(h.LogLik))
-	r.st.Extra[label+"_split_rounds"] = float64(len(h.Splits))
+	r.st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop})
 	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
 		if rec.Phase == PhaseFinal {
@@ -1112,26 +1100,7 @@ func (r *runner) evaluate() error {
 	}
 	rep.Seconds["total"] = total
 	rep.Backend = strings.Join(r.st.Backends, " then ")
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	for k, v := range r.st.Extra {
-		rep.Extra[k] = v
-	}
-	rep.Extra["episodes"] = cfg.Episodes
-	rep.Extra["steps"] = cfg.Steps
-	rep.Extra["joint_iters"] = cfg.JointIters
-	rep.Extra["joint_rollbacks"] = r.st.Rollbacks
-	rep.Extra["joint_interventions"] = len(r.st.Interventions)
-	rep.Extra["joint_skipped_steps"] = r.st.Skipped
-	if len(r.st.Interventions) > 0 {
-		rep.Extra["joint_intervention_log"] = r.st.Interventions
-	}
-	rep.Extra["arch"] = cfg.Arch
-	rep.Extra["grad_frames"] = cfg.GradFrames
-	rep.Extra["codes_kept"] = r.st.Codes
-	rep.Extra["clones_joint"] = r.st.Clones
-	rep.Extra["clones"] = r.hmm.Clones
+	rep.Training = r.st.training(cfg, r.hmm)
 	if err := rep.WriteJSON(r.path(ReportFile)); err != nil {
 		return err
 	}
@@ -1147,8 +1116,8 @@ func (r *runner) evaluate() error {
 // images come from the TEST split (paper Sec. 3.9, spec/evaluation.md): the frozen
 // encoder gives hard tokens and log ρ, Viterbi decodes the episode — with the soft
 // emissions log ρ (chmm.ViterbiE) when cfg.Decode is DecodeSoft, with the hard tokens
-// (chmm.Viterbi) when DecodeHard — and evaluate.Evaluate scores the path. The other
-// read-out's headline metrics go to extra["hard_decoding"] or extra["soft_decoding"].
+// (chmm.Viterbi) when DecodeHard — and evaluate.Evaluate scores the path. The report's
+// Decode names the read-out, and OtherReadout holds the other one's headline metrics.
 // The episode and its images are drawn from seeds derived from cfg.Seed, disjoint from
 // the training ones.
 func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) (*evaluate.Report, error) {
@@ -1169,9 +1138,9 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 		return evaluate.Evaluate(evaluate.Input{Env: env, Places: ep.Places, States: states, Tokens: tokens,
 			Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions())
 	}
-	main, other, otherKey := soft, hard, "hard_decoding"
+	main, other, otherDecode := soft, hard, DecodeHard
 	if cfg.Decode == DecodeHard {
-		main, other, otherKey = hard, soft, "soft_decoding"
+		main, other, otherDecode = hard, soft, DecodeSoft
 	}
 	rep, err := score(main)
 	if err != nil {
@@ -1182,15 +1151,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 		return nil, err
 	}
 	rep.Env, rep.Dataset, rep.Seed = cfg.Env, cfg.Dataset, cfg.Seed
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["decode"] = cfg.Decode
-	rep.Extra[otherKey] = map[string]float64{
-		"viterbi_map_precision": alt.ViterbiMap.Precision, "viterbi_map_recall": alt.ViterbiMap.Recall,
-		"viterbi_map_f1": alt.ViterbiMap.F1, "state_place_purity": alt.StatePlacePurity,
-		"clone_purity": alt.ClonePurity, "action_accuracy": alt.ActionAccuracy,
-	}
+	rep.Decode, rep.OtherReadout = cfg.Decode, evaluate.NewReadout(otherDecode, alt)
 	return rep, nil
 }
 
@@ -1219,13 +1180,7 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		return nil, fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	old := res.Report
-	rep.Trainer, rep.Seconds, rep.Backend = old.Trainer, old.Seconds, old.Backend
-	for k, v := range old.Extra {
-		if k == "soft_decoding" || k == "hard_decoding" || k == "decode" {
-			continue
-		}
-		rep.Extra[k] = v
-	}
+	rep.Trainer, rep.Seconds, rep.Backend, rep.Training = old.Trainer, old.Seconds, old.Backend, old.Training
 	st, err := readState(dir)
 	if err != nil {
 		return nil, err
@@ -1339,30 +1294,41 @@ func diffFields(a, b Config) []string {
 	return diff
 }
 
-// The training-frame entropies a report's Extra holds after the warm-up and after the
-// joint phase (diagnose), in nats, under the keys TrainEntropyKey(quantity, phase),
-// e.g. "train_h_token_given_place_joint".
-const (
-	HTokenGivenPlace = "h_token_given_place"
-	HTokenGivenClass = "h_token_given_class"
-	HClassGivenToken = "h_class_given_token"
-)
-
-// TrainEntropyKey is the Extra key of a training-frame entropy quantity after phase
-// (PhaseWarmup or PhaseJoint).
-func TrainEntropyKey(quantity, phase string) string { return "train_" + quantity + "_" + phase }
-
-// diagnose records, for the training frames' hard tokens after a phase, H(token | place),
-// H(token | class) and H(class | token) (nats). The true places and classes are used for
-// these measurements only, never for training.
+// diagnose records, for the training frames' hard tokens after a phase (PhaseWarmup or
+// PhaseJoint), H(token | place), H(token | class) and H(class | token) (nats). The true
+// places and classes are used for these measurements only, never for training.
 func (r *runner) diagnose(phase string, tokens []int) {
 	classes := make([]int, len(tokens))
 	for i, g := range r.d.allPlaces {
 		classes[i] = r.d.env.Class[g]
 	}
-	r.st.Extra[TrainEntropyKey(HTokenGivenPlace, phase)] = evaluate.CondEntropy(tokens, r.d.allPlaces)
-	r.st.Extra[TrainEntropyKey(HTokenGivenClass, phase)] = evaluate.CondEntropy(tokens, classes)
-	r.st.Extra[TrainEntropyKey(HClassGivenToken, phase)] = evaluate.CondEntropy(classes, tokens)
+	e := evaluate.NewTokenEntropies(tokens, r.d.allPlaces, classes)
+	if phase == PhaseWarmup {
+		r.st.joint().Warmup = e
+	} else {
+		r.st.joint().End = e
+	}
+}
+
+// joint is the joint phase's part of st.Made.
+func (st *runState) joint() *evaluate.Joint {
+	if st.Made.Joint == nil {
+		st.Made.Joint = &evaluate.Joint{}
+	}
+	return st.Made.Joint
+}
+
+// training is the report's record of how the finished run made hmm.
+func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
+	t := st.Made
+	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	j := *st.joint()
+	j.Arch, j.Iters, j.GradFrames = string(cfg.Arch), cfg.JointIters, cfg.GradFrames
+	j.CodesKept, j.Clones, j.Rollbacks = st.Codes, st.Clones, st.Rollbacks
+	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
+	t.Joint = &j
+	t.Runs = append([]evaluate.TrainerRun(nil), t.Runs...)
+	return &t
 }
 
 // writeAtomic writes data to a temporary file next to path and renames it.

@@ -237,8 +237,8 @@ func TestForcedCollapseIsHandled(t *testing.T) {
 	if len(events) == 0 {
 		t.Fatal("forced collapse not detected")
 	}
-	if n, _ := res.Report.Extra["joint_rollbacks"].(float64); n < 1 {
-		t.Errorf("report joint_rollbacks = %v", res.Report.Extra["joint_rollbacks"])
+	if j := res.Report.Training.Joint; j.Rollbacks < 1 {
+		t.Errorf("report: %d rollbacks", j.Rollbacks)
 	}
 }
 
@@ -396,8 +396,8 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 	if events != len(st.Interventions) {
 		t.Errorf("%d intervention events in the history, %d in the state", events, len(st.Interventions))
 	}
-	if n, _ := rep.Extra["joint_interventions"].(int); n != len(st.Interventions) {
-		t.Errorf("report joint_interventions = %v, want %d", rep.Extra["joint_interventions"], len(st.Interventions))
+	if g := rep.JointGuard(); g == nil || !reflect.DeepEqual(g.Interventions, st.Interventions) || g.SkippedSteps != st.Skipped {
+		t.Errorf("report's guard %+v, want interventions %+v and %d skipped steps", g, st.Interventions, st.Skipped)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "joint-*.ckpt"))
 	if len(files) > 2 {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
 // A run directory binds its files to one identity:
@@ -67,7 +69,7 @@ func readState(dir string) (*runState, error) {
 	path := filepath.Join(dir, StateFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &runState{Phase: PhaseWarmup, Seconds: map[string]float64{}, Extra: map[string]float64{}, LambdaScale: 1}, nil
+		return &runState{Phase: PhaseWarmup, Seconds: map[string]float64{}, LambdaScale: 1}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -118,10 +120,31 @@ func decodeState(raw []byte, path string) (*runState, error) {
 	if st.Seconds == nil {
 		st.Seconds = map[string]float64{}
 	}
-	if st.Extra == nil {
-		st.Extra = map[string]float64{}
-	}
+	st.adoptExtra()
 	return &st, nil
+}
+
+// adoptExtra moves what states written before runState.Made kept in Extra into Made.
+func (st *runState) adoptExtra() {
+	if len(st.Extra) == 0 {
+		return
+	}
+	x := st.Extra
+	if n, ok := x["active_codes_warmup"]; ok {
+		st.joint().ActiveCodesWarmup = int(n)
+	}
+	for phase, e := range map[string]*evaluate.TokenEntropies{PhaseWarmup: &st.joint().Warmup, PhaseJoint: &st.joint().End} {
+		e.HTokenGivenPlace = x["train_h_token_given_place_"+phase]
+		e.HTokenGivenClass = x["train_h_token_given_class_"+phase]
+		e.HClassGivenToken = x["train_h_class_given_token_"+phase]
+	}
+	st.Made.Pruned = int(x["final_pruned_states"])
+	for _, name := range []string{"finalise", "retrain"} {
+		if n, ok := x[name+"_iterations"]; ok {
+			st.Made.AddRun(evaluate.TrainerRun{Name: name, Iterations: int(n), SplitRounds: int(x[name+"_split_rounds"])})
+		}
+	}
+	st.Extra = nil
 }
 
 // writeState commits st to dir.

@@ -5,15 +5,19 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
@@ -404,5 +408,42 @@ func sameVQVAE(t *testing.T, a, b string) {
 	}
 	if n == 0 {
 		t.Error("no variables compared")
+	}
+}
+
+// TestLegacyStateExtra: a state written before runState.Made kept its measurements in
+// Extra; decoding moves them into Made, and the report reads them there.
+func TestLegacyStateExtra(t *testing.T) {
+	old := &runState{Phase: PhaseEval, Seconds: map[string]float64{}, Codes: []int{0, 2}, Clones: []int{3, 3}, Rollbacks: 1,
+		Extra: map[string]float64{"active_codes_warmup": 2, "final_num_states": 4, "final_pruned_states": 2,
+			"finalise_iterations": 50, "finalise_split_rounds": 1, "retrain_iterations": 20, "retrain_split_rounds": 0,
+			"train_h_token_given_place_warmup": 0.9, "train_h_class_given_token_joint": 0.1}}
+	raw, err := encodeState(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := decodeState(raw, "state.gob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Extra != nil {
+		t.Errorf("Extra left: %v", st.Extra)
+	}
+	want := evaluate.Training{Pruned: 2,
+		Runs:  []evaluate.TrainerRun{{Name: "finalise", Iterations: 50, SplitRounds: 1}, {Name: "retrain", Iterations: 20}},
+		Joint: &evaluate.Joint{ActiveCodesWarmup: 2, Warmup: evaluate.TokenEntropies{HTokenGivenPlace: 0.9}, End: evaluate.TokenEntropies{HClassGivenToken: 0.1}}}
+	if !reflect.DeepEqual(st.Made, want) {
+		t.Errorf("made\n%+v\nwant\n%+v", st.Made, want)
+	}
+	cfg := Config{Episodes: 4, Steps: 100, JointIters: 30, Arch: "mlp", GradFrames: 0}
+	tr := st.training(cfg, chmm.New([]int{2, 2}, 4, rand.New(rand.NewPCG(1, 1))))
+	j := tr.Joint
+	if tr.Episodes != 4 || tr.Steps != 100 || !slices.Equal(tr.Clones, []int{2, 2}) || j.Arch != "mlp" || j.Iters != 30 ||
+		!slices.Equal(j.CodesKept, []int{0, 2}) || !slices.Equal(j.Clones, []int{3, 3}) || j.Rollbacks != 1 || j.ActiveCodesWarmup != 2 ||
+		j.Guard == nil || len(j.Guard.Interventions) != 0 {
+		t.Errorf("report's training %+v, joint %+v", tr, j)
+	}
+	if st.Made.Joint.Arch != "" {
+		t.Error("training() changed the state's record")
 	}
 }

@@ -1,0 +1,263 @@
+package evaluate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Readout is the headline of the held-out read-out that a report's own scores did not
+// use: the hard-token Viterbi path when the report decodes with the soft emissions,
+// and the reverse (pipeline.Evaluate sets it).
+type Readout struct {
+	Decode              string  `json:"decode"` // "soft" | "hard"
+	ViterbiMapPrecision float64 `json:"viterbi_map_precision"`
+	ViterbiMapRecall    float64 `json:"viterbi_map_recall"`
+	ViterbiMapF1        float64 `json:"viterbi_map_f1"`
+	StatePlacePurity    float64 `json:"state_place_purity"`
+	ClonePurity         float64 `json:"clone_purity"`
+	ActionAccuracy      float64 `json:"action_accuracy"`
+}
+
+// NewReadout is the headline of rep, read out with decode.
+func NewReadout(decode string, rep *Report) *Readout {
+	return &Readout{Decode: decode, ViterbiMapPrecision: rep.ViterbiMap.Precision, ViterbiMapRecall: rep.ViterbiMap.Recall,
+		ViterbiMapF1: rep.ViterbiMap.F1, StatePlacePurity: rep.StatePlacePurity, ClonePurity: rep.ClonePurity,
+		ActionAccuracy: rep.ActionAccuracy}
+}
+
+// Training is how a map was made, as its trainer records it.
+type Training struct {
+	Episodes int   `json:"episodes,omitempty"` // training walks
+	Steps    int   `json:"steps,omitempty"`    // steps per walk
+	Restarts int   `json:"restarts,omitempty"` // starts trained; the best training likelihood was kept
+	Clones   []int `json:"clones,omitempty"`   // clones per token of the map
+	// Pruned is the number of states that finalisation removed as unused.
+	Pruned int `json:"pruned,omitempty"`
+	// Runs are the HMM trainer's runs that made the final map, in order (symbolic:
+	// "train"; from pixels: "finalise", then "retrain" after pruning).
+	Runs []TrainerRun `json:"runs,omitempty"`
+	// Joint is the joint phase of a map learned from pixels; nil otherwise.
+	Joint *Joint `json:"joint,omitempty"`
+}
+
+// TrainerRun is one run of an HMM trainer: how long it trained and why it stopped.
+type TrainerRun struct {
+	Name        string `json:"name"`
+	Iterations  int    `json:"iterations"`
+	SplitRounds int    `json:"split_rounds"`   // clone-splitting rounds
+	Stop        string `json:"stop,omitempty"` // chmm.History.Stop
+}
+
+// Joint is the record of a joint VQ-VAE + cloned-HMM phase.
+type Joint struct {
+	Arch       string `json:"arch,omitempty"` // VQ-VAE architecture: conv | mlp
+	Iters      int    `json:"iters"`          // joint iterations
+	GradFrames int    `json:"grad_frames"`    // frames per iteration with the reconstruction gradient (0: all)
+	// ActiveCodesWarmup is the number of codes the warm-up used; CodesKept are the
+	// warm-up codes kept as tokens (token i is code CodesKept[i]).
+	ActiveCodesWarmup int   `json:"active_codes_warmup"`
+	CodesKept         []int `json:"codes_kept,omitempty"`
+	Clones            []int `json:"clones,omitempty"` // clones per token during the joint phase
+	Rollbacks         int   `json:"rollbacks"`        // checkpoints restored
+	// Guard is the anti-collapse record; nil in reports written before it was kept.
+	Guard *Guard `json:"guard,omitempty"`
+	// The training frames' hard tokens after the warm-up and after the joint phase
+	// (true places and classes used for this measurement only).
+	Warmup TokenEntropies `json:"warmup_entropy"`
+	End    TokenEntropies `json:"joint_entropy"`
+}
+
+// Guard is the joint phase's anti-collapse record (pipeline.Config.CollapseLevel).
+type Guard struct {
+	Interventions []Intervention `json:"interventions"`
+	SkippedSteps  int            `json:"skipped_steps"` // steps not applied: they produced a non-finite value
+}
+
+// Intervention is one anti-collapse response of the joint phase.
+type Intervention struct {
+	Iter         int     `json:"iter"`           // joint iteration at which it was detected
+	Reason       string  `json:"reason"`         // what was detected
+	RolledBackTo int     `json:"rolled_back_to"` // iteration of the healthy checkpoint restored
+	AlphaScale   float64 `json:"alpha_scale"`    // α_div multiplier from then on
+	LRScale      float64 `json:"lr_scale"`       // VQ-VAE learning-rate multiplier from then on
+	Revived      int     `json:"revived"`        // codes re-seeded
+}
+
+// String describes the intervention for the loss history and the progress output.
+func (iv Intervention) String() string {
+	return fmt.Sprintf("%s at joint iteration %d: rolled back to iteration %d, α_div ×%g, VQ-VAE rate ×%g, %d code(s) re-seeded",
+		iv.Reason, iv.Iter, iv.RolledBackTo, iv.AlphaScale, iv.LRScale, iv.Revived)
+}
+
+// TokenEntropies are conditional entropies of hard tokens on labelled frames, in nats.
+type TokenEntropies struct {
+	HTokenGivenPlace float64 `json:"h_token_given_place"`
+	HTokenGivenClass float64 `json:"h_token_given_class"`
+	HClassGivenToken float64 `json:"h_class_given_token"`
+}
+
+// NewTokenEntropies measures tokens against the places and classes of the same frames.
+func NewTokenEntropies(tokens, places, classes []int) TokenEntropies {
+	return TokenEntropies{HTokenGivenPlace: CondEntropy(tokens, places), HTokenGivenClass: CondEntropy(tokens, classes),
+		HClassGivenToken: CondEntropy(classes, tokens)}
+}
+
+// JointGuard is the joint phase's anti-collapse record; nil when the report has none
+// (symbolic maps, and pixel runs written before it was kept).
+func (r *Report) JointGuard() *Guard {
+	if r == nil || r.Training == nil || r.Training.Joint == nil {
+		return nil
+	}
+	return r.Training.Joint.Guard
+}
+
+// UnmarshalJSON reads a report, and moves what reports written before the typed
+// Decode, OtherReadout and Training fields kept in their free-form "extra" object
+// into those fields.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	type plain Report // the default decoding, without this method
+	aux := struct {
+		*plain
+		Extra map[string]json.RawMessage `json:"extra"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	if len(aux.Extra) == 0 {
+		return nil
+	}
+	if err := r.adoptExtra(aux.Extra); err != nil {
+		return fmt.Errorf("the report's legacy \"extra\" object: %w", err)
+	}
+	return nil
+}
+
+// adoptExtra fills the typed fields from a legacy "extra" object (keys as
+// pkg/pipeline and the symbolic command wrote them).
+func (r *Report) adoptExtra(extra map[string]json.RawMessage) error {
+	var err error
+	get := func(key string, v any) bool {
+		raw, ok := extra[key]
+		if !ok || err != nil {
+			return false
+		}
+		if e := json.Unmarshal(raw, v); e != nil {
+			err = fmt.Errorf("%q: %w", key, e)
+			return false
+		}
+		return true
+	}
+	if r.Decode == "" {
+		get("decode", &r.Decode)
+	}
+	for _, decode := range []string{"hard", "soft"} {
+		var m Readout
+		if get(decode+"_decoding", &m) && r.OtherReadout == nil {
+			m.Decode = decode
+			r.OtherReadout = &m
+			if r.Decode == "" { // written before "decode" was: the other read-out's other
+				r.Decode = map[string]string{"hard": "soft", "soft": "hard"}[decode]
+			}
+		}
+	}
+	if r.Training != nil {
+		return err
+	}
+	var t Training
+	get("episodes", &t.Episodes)
+	get("steps", &t.Steps)
+	if !get("restarts", &t.Restarts) {
+		get("em_restarts", &t.Restarts)
+	}
+	get("clones", &t.Clones)
+	get("final_pruned_states", &t.Pruned)
+	for _, name := range []string{"train", "finalise", "retrain"} {
+		run := TrainerRun{Name: name}
+		if get(name+"_iterations", &run.Iterations) {
+			get(name+"_split_rounds", &run.SplitRounds)
+			get(name+"_stop", &run.Stop)
+			t.Runs = append(t.Runs, run)
+		}
+	}
+	if _, ok := extra["joint_iters"]; ok {
+		j := &Joint{}
+		get("arch", &j.Arch)
+		get("joint_iters", &j.Iters)
+		get("grad_frames", &j.GradFrames)
+		get("active_codes_warmup", &j.ActiveCodesWarmup)
+		get("codes_kept", &j.CodesKept)
+		get("clones_joint", &j.Clones)
+		get("joint_rollbacks", &j.Rollbacks)
+		var n int
+		if get("joint_interventions", &n) {
+			j.Guard = &Guard{Interventions: []Intervention{}}
+			get("joint_intervention_log", &j.Guard.Interventions)
+			get("joint_skipped_steps", &j.Guard.SkippedSteps)
+			if err == nil && n != len(j.Guard.Interventions) {
+				err = fmt.Errorf("joint_interventions is %d but the log holds %d", n, len(j.Guard.Interventions))
+			}
+		}
+		for phase, e := range map[string]*TokenEntropies{"warmup": &j.Warmup, "joint": &j.End} {
+			get("train_h_token_given_place_"+phase, &e.HTokenGivenPlace)
+			get("train_h_token_given_class_"+phase, &e.HTokenGivenClass)
+			get("train_h_class_given_token_"+phase, &e.HClassGivenToken)
+		}
+		t.Joint = j
+	}
+	if err == nil && !isZeroTraining(&t) {
+		r.Training = &t
+	}
+	return err
+}
+
+func isZeroTraining(t *Training) bool {
+	return t.Episodes == 0 && t.Steps == 0 && t.Restarts == 0 && len(t.Clones) == 0 && t.Pruned == 0 &&
+		len(t.Runs) == 0 && t.Joint == nil
+}
+
+// trainingRows are the report table's rows about how the map was made.
+func (t *Training) rows(row func(k, format string, args ...any)) {
+	if t == nil {
+		return
+	}
+	if t.Episodes > 0 {
+		row("training data", "%d walks × %d steps", t.Episodes, t.Steps)
+	}
+	var runs []string
+	for _, r := range t.Runs {
+		s := fmt.Sprintf("%s %d iterations", r.Name, r.Iterations)
+		if r.SplitRounds > 0 {
+			s += fmt.Sprintf(", %d splitting rounds", r.SplitRounds)
+		}
+		if r.Stop != "" {
+			s += " (" + r.Stop + ")"
+		}
+		runs = append(runs, s)
+	}
+	if t.Restarts > 1 {
+		runs = append(runs, fmt.Sprintf("best of %d starts", t.Restarts))
+	}
+	if len(runs) > 0 {
+		row("HMM training", "%s", strings.Join(runs, "; "))
+	}
+	if j := t.Joint; j != nil {
+		guard := "not recorded"
+		if j.Guard != nil {
+			guard = fmt.Sprintf("%d interventions, %d skipped steps", len(j.Guard.Interventions), j.Guard.SkippedSteps)
+		}
+		row("joint phase", "%s, %d iterations, %s", orDash(j.Arch), j.Iters, guard)
+	}
+}
+
+// AddRun records run, in place of an earlier run of the same name (a resumed phase
+// trains again from its start).
+func (t *Training) AddRun(run TrainerRun) {
+	for i := range t.Runs {
+		if t.Runs[i].Name == run.Name {
+			t.Runs[i] = run
+			return
+		}
+	}
+	t.Runs = append(t.Runs, run)
+}
