@@ -89,7 +89,7 @@ func runReproduce(args []string) error {
 			if *envsFlag == "" {
 				envs = []string{"aliased", "two_rooms"}
 			}
-			return reproduceAblation(envs, *dataset, *arch, *seeds, *runs, *out, *quiet)
+			return reproduceAblation(envs, *dataset, *arch, *seeds, *runs, *out, *collect, *quiet)
 		}
 		return reproduceImages(envs, *dataset, *arch, *seeds, *runs, *out, *collect, *quiet)
 	}

@@ -122,3 +122,40 @@ func TestReproduceStressCountsFailures(t *testing.T) {
 		t.Errorf("no failure record: %v", err)
 	}
 }
+
+// TestReproduceAblationCollect: --collect trains nothing: it tabulates the finished
+// runs' reports and names the run directories without one.
+func TestReproduceAblationCollect(t *testing.T) {
+	out, runs := t.TempDir(), t.TempDir()
+	b, err := os.ReadFile(filepath.Join("..", "..", "results", "images", "aliased_mnist_seed1_mlp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(runs, "aliased_mnist_seed1_mlp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "reproduce", "--suite", "ablation", "--envs", "aliased", "--arch", "mlp", "--seeds", "1",
+		"--collect", "--runs", runs, "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "mlp_ablation.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| aliased | joint (default) | 1 | 4 |") {
+		t.Errorf("no row from the finished run:\n%s", md)
+	}
+	if want := "| aliased | frozen VQ-VAE | 1 | – |"; !strings.Contains(string(md), want) ||
+		!strings.Contains(string(md), "no report in "+filepath.Join(runs, "aliased_mnist_seed1_mlp_frozen")) {
+		t.Errorf("a run without a report is not named:\n%s", md)
+	}
+	entries, _ := os.ReadDir(runs)
+	if len(entries) != 1 {
+		t.Errorf("--collect created run directories: %d entries in %s", len(entries), runs)
+	}
+}

@@ -475,8 +475,9 @@ var ablations = []struct {
 
 // reproduceAblation runs (or loads) every ablation variant on envs × seeds with the
 // given architecture and writes <out>/ablation.md: what each mechanism of the joint
-// phase buys (collapse or not, token consistency, final map).
-func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out string, quiet bool) error {
+// phase buys (collapse or not, token consistency, final map). With collect it trains
+// nothing and tabulates the finished runs' reports (<runs>/<name>/report.json).
+func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out string, collect, quiet bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var b strings.Builder
@@ -516,6 +517,21 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					progress = nil
 				}
 				name := runName(cfg)
+				if collect {
+					rep, err := evaluate.ReadJSON(filepath.Join(runs, name, pipeline.ReportFile))
+					if errors.Is(err, fs.ErrNotExist) { // not run, or failed
+						fmt.Fprintf(&b, "| %s | %s | %d | – | – | – | – | – | – | – | – | – | no report in %s |\n",
+							env, ab.name, seed, filepath.Join(runs, name))
+						done++
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					b.WriteString(ablationRow(env, ab.name, seed, rep))
+					done++
+					continue
+				}
 				fmt.Fprintf(stderr, "%s: %s\n", name, ab.name)
 				rep, err := pipeline.Run(ctx, filepath.Join(runs, name), cfg, progress)
 				if errors.Is(err, context.Canceled) {
@@ -536,14 +552,7 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 					}
 					continue
 				}
-				hardF1 := "–"
-				if o := rep.OtherReadout; o != nil && o.Decode == pipeline.DecodeHard {
-					hardF1 = fmt.Sprintf("%.3f", o.ViterbiMapF1)
-				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %d | %v | %.2f | %.3f | %.2f | %.3f | %s | %.3f | %.3f | %.1f |\n",
-					env, ab.name, seed, rep.NumTokens, interventions([]*evaluate.Report{rep}), rep.Perplexity, rep.HTokenGivenPlace,
-					rep.ViterbiMap.Recall, rep.ViterbiMap.F1, hardF1, rep.StatePlacePurity, rep.ActionAccuracy,
-					rep.Seconds["total"]/60)
+				b.WriteString(ablationRow(env, ab.name, seed, rep))
 				done++
 				if err := flush(); err != nil {
 					return err
@@ -557,4 +566,15 @@ func reproduceAblation(envs []string, dataset, arch string, seeds int, runs, out
 	fmt.Fprint(stdout, b.String())
 	fmt.Fprintf(stderr, "table written to %s\n", path)
 	return nil
+}
+
+// ablationRow is the ablation table's row of one finished run.
+func ablationRow(env, variant string, seed int, rep *evaluate.Report) string {
+	hardF1 := "–"
+	if o := rep.OtherReadout; o != nil && o.Decode == pipeline.DecodeHard {
+		hardF1 = fmt.Sprintf("%.3f", o.ViterbiMapF1)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %d | %v | %.2f | %.3f | %.2f | %.3f | %s | %.3f | %.3f | %.1f |\n",
+		env, variant, seed, rep.NumTokens, interventions([]*evaluate.Report{rep}), rep.Perplexity, rep.HTokenGivenPlace,
+		rep.ViterbiMap.Recall, rep.ViterbiMap.F1, hardF1, rep.StatePlacePurity, rep.ActionAccuracy, rep.Seconds["total"]/60)
 }
