@@ -36,6 +36,7 @@ type planOptions struct {
 	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn"; "" not given
 	figure                  string
 	quiet                   bool
+	preset                  experiment.PlanPreset // the plan suite's variant (not a flag)
 }
 
 // planReport is the JSON written by --json: the closed-loop report and where the map
@@ -46,7 +47,7 @@ type planReport = experiment.PlanReport
 func defaultPlanOptions() planOptions {
 	return planOptions{pairs: 200, mode: "both", seed: 1, localize: 20, demo: 20, planner: "bfs",
 		threshold: plan.DefaultThreshold, minProb: plan.DefaultMinProb, prior: "stationary", goalMass: plan.DefaultGoalMass,
-		arriveMass: plan.DefaultArriveMass}
+		arriveMass: plan.DefaultArriveMass, preset: experiment.PlanPresets[0]}
 }
 
 func runPlan(args []string) error {
@@ -109,11 +110,15 @@ func planFlags(o *planOptions) *flag.FlagSet {
 const planFigureTrials = 6
 
 // planRun checks the options, loads the map and runs the closed-loop
-// evaluation: everything "gradcscg plan" does but print and write it.
+// evaluation (with o.preset's changes): everything "gradcscg plan" does but print
+// and write it.
 func planRun(o *planOptions) (*planReport, error) {
 	cfg, err := o.evalConfig()
 	if err != nil {
 		return nil, err
+	}
+	if o.preset.Soft {
+		o.obs = "soft" // the observations' label
 	}
 	setup, err := o.load()
 	if err != nil {
@@ -123,13 +128,7 @@ func planRun(o *planOptions) (*planReport, error) {
 	if o.quiet {
 		out = nil
 	}
-	noise := experiment.DefaultNoise(setup, cfg.Filter.Soft) // --noise not given
-	switch o.noiseModel {
-	case "auto", "learn":
-		noise = o.noiseModel
-	case "rate":
-		noise = experiment.NoiseRate
-	}
+	noise := o.preset.Apply(&cfg, o.chooseNoise(setup, cfg.Filter.Soft))
 	cfg.Trace = o.figure != ""
 	rep, err := experiment.Plan(setup, cfg, noise, out)
 	if err != nil || o.figure == "" {
@@ -145,6 +144,17 @@ func planRun(o *planOptions) (*planReport, error) {
 	}
 	fmt.Fprintf(stderr, "figure written to %s\n", o.figure)
 	return rep, nil
+}
+
+// chooseNoise is the noise model of --noise, or the library's default for setup.
+func (o *planOptions) chooseNoise(setup *experiment.PlanSetup, soft bool) string {
+	switch o.noiseModel {
+	case "auto", "learn":
+		return o.noiseModel
+	case "rate":
+		return experiment.NoiseRate
+	}
+	return experiment.DefaultNoise(setup, soft) // --noise not given
 }
 
 // writePlanJSON writes the report, with every trial, as indented JSON.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 )
 
 func init() {
@@ -76,11 +77,11 @@ func runReproduce(args []string) error {
 			if *pairs < 1 {
 				return fmt.Errorf("--pairs %d: need at least 1", *pairs)
 			}
-			variant, err := lookupPlanVariant(*variantFlag)
+			preset, err := experiment.LookupPlanPreset(*variantFlag)
 			if err != nil {
-				return err
+				return flagNamed(err, map[string]string{"preset": "--variant"})
 			}
-			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, variant, *collect, *force, *quiet)
+			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, preset, *collect, *force, *quiet)
 		}
 		if *arch != "conv" && *arch != "mlp" {
 			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/plan"
 )
@@ -18,49 +20,34 @@ import (
 // planArchs are the VQ-VAE architectures the planning table covers, in row order.
 var planArchs = []string{"conv", "mlp"}
 
-// planVariant is a way of planning that the plan suite can score instead of
-// the default, for comparison: its flags of "gradcscg plan".
-type planVariant struct {
-	name string
-	args []string
-}
-
-// flags returns the variant's flags as typed on the command line.
-func (v planVariant) flags() string { return strings.Join(v.args, " ") }
-
-// planVariants are the plan suite's --variant values.
-var planVariants = []planVariant{
-	{"default", nil},
-	{"uniform-noise", []string{"--noise", "auto"}},
-	{"soft", []string{"--obs", "soft"}},
-	{"no-look", []string{"--arrive-mass", "1e-9"}},
-	{"previous", []string{"--noise", "auto", "--arrive-mass", "1e-9"}},
-}
-
-// lookupPlanVariant returns the variant called name.
-func lookupPlanVariant(name string) (planVariant, error) {
-	var names []string
-	for _, v := range planVariants {
-		if v.name == name {
-			return v, nil
-		}
-		names = append(names, v.name)
+// presetFlags are the flags of "gradcscg plan" that make preset p's changes (for the
+// tables; TestPresetFlags checks they plan the same).
+func presetFlags(p experiment.PlanPreset) string {
+	var f []string
+	if p.Noise != "" {
+		f = append(f, "--noise", p.Noise)
 	}
-	return planVariant{}, fmt.Errorf("--variant %q: must be one of %s", name, strings.Join(names, ", "))
+	if p.Soft {
+		f = append(f, "--obs", "soft")
+	}
+	if p.ArriveMass > 0 {
+		f = append(f, "--arrive-mass", strings.Replace(strconv.FormatFloat(p.ArriveMass, 'g', -1, 64), "e-0", "e-", 1)) // 1e-9
+	}
+	return strings.Join(f, " ")
 }
 
 // reproducePlan scores closed-loop planning with the maps of the images suite: for
 // every env × seed × arch it reads <out>/plan/<name>.json or, unless collect, plans
 // with the finished run directory <runs>/<name> exactly as "gradcscg plan --run
-// <runs>/<name> --pairs <pairs>" does and writes that report; runs that do not exist
-// are skipped. It then writes <out>/plan.md (mean ± s.d. over seeds, one row per env,
+// <runs>/<name> --pairs <pairs>" does (with the preset's changes) and writes that
+// report; runs that do not exist are skipped. It then writes <out>/plan.md (mean ± s.d. over seeds, one row per env,
 // arch and mode). Like the symbolic suite, the table covers every report in
 // <out>/plan of the four benchmarks (and envs), both architectures and seeds
-// 1..seeds, so a run of a subset does not drop the other rows. A variant other
-// than the default plans with its flags and keeps its reports in
-// <out>/plan/<variant> and its table in <out>/plan_<variant>.md.
-func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs int, runs, out string, variant planVariant, collect, force, quiet bool) error {
-	dir := filepath.Join(out, reportDir(variant))
+// 1..seeds, so a run of a subset does not drop the other rows. A preset other than
+// the default keeps its reports in <out>/plan/<preset> and its table in
+// <out>/plan_<preset>.md.
+func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs int, runs, out string, preset experiment.PlanPreset, collect, force, quiet bool) error {
+	dir := filepath.Join(out, reportDir(preset))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -100,10 +87,7 @@ func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs i
 						continue
 					}
 					o := defaultPlanOptions()
-					if err := parseFlags(planFlags(&o), variant.args); err != nil {
-						return fmt.Errorf("variant %s: %w", variant.name, err)
-					}
-					o.run, o.pairs, o.quiet = runDir, pairs, quiet
+					o.run, o.pairs, o.quiet, o.preset = runDir, pairs, quiet, preset
 					rep, err := planRun(&o)
 					if err != nil {
 						return fmt.Errorf("%s: %w", n, err)
@@ -149,10 +133,10 @@ func reproducePlan(envs []string, dataset string, archs []string, seeds, pairs i
 			}
 		}
 	}
-	md := planTable(order, dataset, variant, groups)
+	md := planTable(order, dataset, preset, groups)
 	base := "plan"
-	if variant.name != "default" {
-		base += "_" + variant.name
+	if preset.Name != "default" {
+		base += "_" + preset.Name
 	}
 	path := filepath.Join(out, base+".md")
 	if dataset != "mnist" {
@@ -177,19 +161,18 @@ func hasOracle(m plan.ModeResult) bool {
 	return false
 }
 
-// reportDir is where the variant's reports live, relative to the output
-// directory.
-func reportDir(v planVariant) string {
-	if v.name == "default" {
+// reportDir is where the preset's reports live, relative to the output directory.
+func reportDir(p experiment.PlanPreset) string {
+	if p.Name == "default" {
 		return "plan"
 	}
-	return "plan/" + v.name
+	return "plan/" + p.Name
 }
 
 // planTable renders the planning reports: one row per env, arch and mode with
 // mean ± s.d. over seeds of the per-run success rate and mean path ratio, and the
 // mean unreachable and ambiguous pairs per run.
-func planTable(envs []string, dataset string, variant planVariant, groups map[string][]*planReport) string {
+func planTable(envs []string, dataset string, preset experiment.PlanPreset, groups map[string][]*planReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Closed-loop planning with maps learned from %s pixels (mean ± s.d. over seeds)\n\n", dataset)
 	cmd := "gradcscg reproduce --suite plan --arch all"
@@ -197,10 +180,10 @@ func planTable(envs []string, dataset string, variant planVariant, groups map[st
 		cmd += " --dataset " + dataset
 	}
 	perRun := ""
-	if variant.name != "default" {
-		cmd += " --variant " + variant.name
-		perRun = " " + variant.flags()
-		fmt.Fprintf(&b, "Variant %s: planning with `%s` instead of the defaults.\n\n", variant.name, variant.flags())
+	if preset.Name != "default" {
+		cmd += " --variant " + preset.Name
+		perRun = " " + presetFlags(preset)
+		fmt.Fprintf(&b, "Variant %s: planning with `%s` instead of the defaults.\n\n", preset.Name, presetFlags(preset))
 	}
 	var pairs []int // per run, over all reports
 	for _, rs := range groups {
@@ -219,7 +202,7 @@ func planTable(envs []string, dataset string, variant planVariant, groups map[st
 		"*path ratio* the executed steps / true shortest path over the successes (mean ± s.d. of the per-run means), "+
 		"*unreachable* and *ambiguous* the pairs per run (mean) whose first plan found no path and whose demonstrated goal "+
 		"was ambiguous, *oracle misses* the pairs per run (mean) whose demonstration points even a filter that knows the true room "+
-		"and the images' token frequencies at another place (– in reports without it); the issue's bar is success ≥ 0.95 and path ratio ≤ 1.1.\n\n", cmd, dataset, perRun, reportDir(variant), np)
+		"and the images' token frequencies at another place (– in reports without it); the issue's bar is success ≥ 0.95 and path ratio ≤ 1.1.\n\n", cmd, dataset, perRun, reportDir(preset), np)
 	b.WriteString("| env | arch | mode | seeds | success | path ratio | unreachable | ambiguous | oracle misses |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, env := range envs {

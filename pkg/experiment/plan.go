@@ -33,6 +33,58 @@ func DefaultNoise(s *PlanSetup, soft bool) string {
 	return NoiseRate
 }
 
+// PlanPreset is a named change to planning's defaults, for comparisons (the plan
+// suite's variants, `gradcscg reproduce --suite plan --variant NAME`).
+type PlanPreset struct {
+	Name string
+	// Noise is the noise model in place of DefaultNoise's choice (NoiseAuto or
+	// NoiseLearn); "" keeps it.
+	Noise string
+	// Soft filters with the encoder's soft emissions log ρ instead of hard tokens
+	// (image runs only).
+	Soft bool
+	// ArriveMass is MPC's arrival mass in place of plan.DefaultArriveMass (1e-9: stop
+	// on arrival without looking for the goal's rival); 0 keeps it.
+	ArriveMass float64
+}
+
+// PlanPresets are the named presets, the defaults first.
+var PlanPresets = []PlanPreset{
+	{Name: "default"},
+	{Name: "uniform-noise", Noise: NoiseAuto}, // one misreading rate for every token
+	{Name: "soft", Soft: true},
+	{Name: "no-look", ArriveMass: 1e-9},
+	{Name: "previous", Noise: NoiseAuto, ArriveMass: 1e-9}, // planning before the confusion matrix and the look
+}
+
+// LookupPlanPreset returns the preset called name.
+func LookupPlanPreset(name string) (PlanPreset, error) {
+	var names []string
+	for _, p := range PlanPresets {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return PlanPreset{}, &FieldError{Field: "preset", Value: fmt.Sprintf("%q", name), Need: "must be one of " + strings.Join(names, ", ")}
+}
+
+// Apply makes p's changes to cfg and to the noise model noise, and returns the noise
+// model to plan with.
+func (p PlanPreset) Apply(cfg *plan.EvalConfig, noise string) string {
+	if p.Soft {
+		cfg.Filter.Soft, cfg.Filter.Noise = true, 0
+		noise = NoiseRate
+	}
+	if p.ArriveMass > 0 {
+		cfg.ArriveMass = p.ArriveMass
+	}
+	if p.Noise != "" {
+		noise = p.Noise
+	}
+	return noise
+}
+
 // PlanSetup is what Plan plans with: a map, the true environment it is scored in and
 // how the agent observes places.
 type PlanSetup struct {

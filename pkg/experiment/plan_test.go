@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -65,5 +67,39 @@ func TestDefaultNoise(t *testing.T) {
 		if got := DefaultNoise(&PlanSetup{Dataset: tc.dataset}, tc.soft); got != tc.want {
 			t.Errorf("%s soft=%v: %q, want %q", tc.dataset, tc.soft, got, tc.want)
 		}
+	}
+}
+
+// TestPlanPresets: each preset changes only what it names; an unknown one is a
+// FieldError listing the names.
+func TestPlanPresets(t *testing.T) {
+	def := plan.DefaultEvalConfig()
+	for _, tc := range []struct {
+		name, noise string
+		soft        bool
+		arrive      float64
+	}{
+		{"default", NoiseLearn, false, def.ArriveMass},
+		{"uniform-noise", NoiseAuto, false, def.ArriveMass},
+		{"soft", NoiseRate, true, def.ArriveMass},
+		{"no-look", NoiseLearn, false, 1e-9},
+		{"previous", NoiseAuto, false, 1e-9},
+	} {
+		p, err := LookupPlanPreset(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := plan.DefaultEvalConfig()
+		noise := p.Apply(&cfg, NoiseLearn)
+		want := plan.DefaultEvalConfig()
+		want.Filter.Soft, want.ArriveMass = tc.soft, tc.arrive
+		if noise != tc.noise || !reflect.DeepEqual(cfg, want) {
+			t.Errorf("%s: noise %q, config %+v", tc.name, noise, cfg)
+		}
+	}
+	_, err := LookupPlanPreset("sideways")
+	var fe *FieldError
+	if !errors.As(err, &fe) || err.Error() != `preset "sideways": must be one of default, uniform-noise, soft, no-look, previous` {
+		t.Errorf("unknown preset: %v", err)
 	}
 }
