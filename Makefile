@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-bigger reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation figures notebooks clean
 
 all: build
 
@@ -62,6 +62,11 @@ data: build
 # Section 5.1: 7 environments x {gradient, em} x 3 seeds, symbolic; writes results/symbolic.md.
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --out results
+
+# Issue 18's bigger worlds (big_room, tiled, four_rooms) x {gradient, em}, seed 1, one EM start
+# (hours on 2 cores); writes results/bigger.md with the label-free verdict of each row.
+reproduce-bigger: build
+	$(BIN) reproduce --suite bigger --seeds 1 --restarts 1 --out results
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
 # seeds 1-3, token quality on held-out test images and learning curves; writes results/vqvae.md

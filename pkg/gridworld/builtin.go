@@ -74,6 +74,9 @@ var summaries = map[string]string{
 	"cscg_stitched":    "two 8x6 rooms sharing a 3x3 overlap, one episode in each (original CSCG, Fig. 2e/f)",
 	"cscg_maze5":       "5x5 room, 25 distinct symbols in row-major order (original CSCG notebook)",
 	"cscg_cliques":     "the three-room ring of three_rooms with the original notebook's symbols",
+	"big_room":         "10x10 room, a uniform 8x8 interior of one class and a border of 9 (bigger world)",
+	"tiled":            "12x12 room tiled with one 3x3 motif of 9 classes: every class at 16 places (bigger world)",
+	"four_rooms":       "20x20 world of four rooms joined by four doors, 10 classes scattered: 365 places (bigger world)",
 }
 
 // Summary returns a one-line description of a built-in environment ("" for
@@ -81,11 +84,12 @@ var summaries = map[string]string{
 func Summary(name string) string { return summaries[name] }
 
 // names in presentation order: image benchmarks, symbolic demonstrations,
-// original CSCG demonstrations.
+// original CSCG demonstrations, bigger worlds.
 var names = []string{
 	"aliased", "corridors", "room", "two_rooms",
 	"square", "uniform_interior", "three_rooms",
 	"cscg_rectangular", "cscg_empty", "cscg_stitched", "cscg_maze5", "cscg_cliques",
+	"big_room", "tiled", "four_rooms",
 }
 
 var builtins = map[string]builtin{
@@ -113,6 +117,15 @@ var builtins = map[string]builtin{
 		Defaults{1, 10000, 10, nil, 1e-2, "George et al. 2021 notebook (layout: symbols 0-24 in row-major order, our choice)"}},
 	"cscg_cliques": {threeRooms("cscg_cliques", cliquesClasses),
 		Defaults{1, 10000, 5, nil, 1.0, "George et al. 2021 notebook"}},
+	// The bigger worlds: about 1,000 steps per place, the original CSCG's rate for its
+	// 48-place rooms (50,000 steps), and clone budgets of about 2.5 clones per place of
+	// a class, what uniform_interior needs (40 for its 16 interior places).
+	"big_room": {grid("big_room", layoutBigRoom),
+		Defaults{1, 100000, 10, map[int]int{0: 160}, 2e-3, "our choice: 1,000 steps per place; 160 clones for the 64 interior places, 10 for the border's 4 per class"}},
+	"tiled": {grid("tiled", layoutTiled),
+		Defaults{1, 150000, 40, nil, 2e-3, "our choice: about 1,000 steps per place; 40 clones for each class's 16 places"}},
+	"four_rooms": {grid("four_rooms", layoutFourRooms),
+		Defaults{4, 50000, 90, nil, 2e-3, "our choice: 4 x 50,000 steps (550 per place, to keep EM within minutes); 90 clones for each class's 35-38 places"}},
 }
 
 // Names returns the names of the built-in environments.
@@ -314,4 +327,46 @@ const layoutStitchedRoom2 = `// cscg_stitched room 2 (8x6), at offset (+5, +3) o
  0  5  4 13  2 14
 14  4 13  7  9 14
 11  1  3 13  3  0
+`
+
+const layoutBigRoom = `// big_room: 10x10, 100 places, 180 edges, 10 classes
+1 1 1 1 2 2 2 2 3 3
+9 0 0 0 0 0 0 0 0 3
+9 0 0 0 0 0 0 0 0 3
+9 0 0 0 0 0 0 0 0 4
+9 0 0 0 0 0 0 0 0 4
+8 0 0 0 0 0 0 0 0 4
+8 0 0 0 0 0 0 0 0 4
+8 0 0 0 0 0 0 0 0 5
+8 0 0 0 0 0 0 0 0 5
+7 7 7 7 6 6 6 6 5 5
+`
+
+// layoutTiled is the 3x3 motif repeated four times each way.
+var layoutTiled = "// tiled: 12x12, 144 places, 264 edges, 9 classes\n" +
+	strings.Repeat("0 1 2 0 1 2 0 1 2 0 1 2\n3 4 5 3 4 5 3 4 5 3 4 5\n6 7 8 6 7 8 6 7 8 6 7 8\n", 4)
+
+// four_rooms' classes were drawn at random (seed 2026), never equal to the class
+// above or to the left, and balanced (35-38 places each).
+const layoutFourRooms = `// four_rooms: 20x20, 365 places, 654 edges, 10 classes
+1 6 9 8 1 4 9 6 9 7 # 7 3 0 2 1 5 1 8 0
+8 7 3 2 8 3 4 3 5 1 # 6 0 6 4 9 2 6 0 9
+7 3 4 8 5 1 8 6 7 4 # 9 2 5 9 6 5 2 8 4
+3 5 7 0 4 3 0 2 8 9 # 2 8 3 7 0 7 6 9 6
+4 7 2 5 2 5 3 5 0 4 1 0 1 4 9 8 5 3 5 9
+3 6 7 4 8 0 6 2 7 0 # 2 6 1 3 4 9 5 0 7
+2 8 1 5 7 2 4 0 1 2 # 8 5 2 7 1 3 0 1 9
+9 3 8 9 6 7 2 1 7 9 # 6 1 6 1 5 4 6 2 7
+6 1 3 5 9 5 8 0 8 0 # 8 0 3 4 1 0 9 5 4
+0 2 7 4 3 6 9 6 1 9 # 7 5 6 8 2 3 5 4 3
+# # # # 7 # # # # # # # # # # 6 # # # #
+8 3 1 8 0 4 2 0 9 0 # 8 4 8 0 3 5 3 4 3
+5 4 7 6 5 1 8 4 2 7 # 2 6 9 8 7 2 5 1 7
+9 8 9 0 6 5 1 5 4 0 # 1 4 7 2 4 7 9 2 0
+3 2 6 4 1 7 8 2 6 9 # 9 1 8 3 6 2 1 6 1
+7 3 1 0 7 3 9 8 0 6 3 4 8 0 5 7 3 4 2 0
+1 6 4 8 2 5 1 4 2 5 # 0 3 9 6 5 9 0 8 6
+4 9 7 1 7 4 8 5 9 2 # 1 8 0 5 6 5 2 7 9
+3 0 6 3 0 2 3 1 2 0 # 4 6 7 6 5 1 7 5 2
+5 7 8 4 3 9 4 3 4 1 # 9 7 8 4 2 3 0 1 5
 `

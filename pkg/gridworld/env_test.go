@@ -60,6 +60,9 @@ func TestBuiltinCounts(t *testing.T) {
 		{"cscg_stitched", 13, 9, 87, 152, 15, 15, 4, 2},
 		{"cscg_maze5", 5, 5, 25, 40, 25, 25, 4, 0},
 		{"cscg_cliques", 0, 0, 15, 30, 8, 8, 4, 0},
+		{"big_room", 10, 10, 100, 180, 10, 10, 4, 0}, // 2·10·9 edges
+		{"tiled", 12, 12, 144, 264, 9, 9, 4, 0},      // 2·12·11 edges
+		{"four_rooms", 20, 20, 365, 654, 10, 10, 4, 0},
 	} {
 		e := mustNamed(t, tc.name)
 		got := []int{e.Rows, e.Cols, e.NumPlaces(), len(e.Edges()), e.NumClasses(), len(e.ClassesUsed()), e.NumActions(), len(e.Regions)}
@@ -105,8 +108,8 @@ func dedupEdges(es [][2]int) [][2]int {
 }
 
 func TestNamesAndUnknown(t *testing.T) {
-	if len(Names()) != 12 {
-		t.Errorf("Names() = %v, want 12 names", Names())
+	if len(Names()) != 15 {
+		t.Errorf("Names() = %v, want 15 names", Names())
 	}
 	_, err := Named("nope")
 	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "two_rooms") || !strings.Contains(err.Error(), "cscg_cliques") {
@@ -413,5 +416,70 @@ func TestSetRegions(t *testing.T) {
 	}
 	if err := e.SetRegions(nil); err != nil || e.Regions != nil {
 		t.Error("SetRegions(nil) should clear")
+	}
+}
+
+// TestBiggerWorlds: the class counts the bigger worlds promise, and four_rooms falls
+// into four rooms without its four doors.
+func TestBiggerWorlds(t *testing.T) {
+	count := func(e *Env) map[int]int {
+		c := map[int]int{}
+		for _, k := range e.Class {
+			c[k]++
+		}
+		return c
+	}
+	big := mustNamed(t, "big_room")
+	if c := count(big); c[0] != 64 || len(c) != 10 {
+		t.Errorf("big_room classes %v, want 64 interior places of class 0 and 9 border classes", c)
+	}
+	for g, rc := range big.Coord {
+		interior := rc[0] > 0 && rc[0] < 9 && rc[1] > 0 && rc[1] < 9
+		if interior != (big.Class[g] == 0) {
+			t.Errorf("big_room place %v has class %d", rc, big.Class[g])
+		}
+	}
+	for k, n := range count(mustNamed(t, "tiled")) {
+		if n != 16 {
+			t.Errorf("tiled: class %d at %d places, want 16", k, n)
+		}
+	}
+	four := mustNamed(t, "four_rooms")
+	for k, n := range count(four) {
+		if n < 35 || n > 38 {
+			t.Errorf("four_rooms: class %d at %d places, want 35-38", k, n)
+		}
+	}
+	// Components of the place graph without the door cells (on row 10 or column 10).
+	door := func(g int) bool { return four.Coord[g][0] == 10 || four.Coord[g][1] == 10 }
+	comp := make([]int, four.NumPlaces())
+	for i := range comp {
+		comp[i] = -1
+	}
+	n, doors := 0, 0
+	for g := range comp {
+		if door(g) {
+			doors++
+			continue
+		}
+		if comp[g] >= 0 {
+			continue
+		}
+		stack := []int{g}
+		comp[g] = n
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for a := range four.NumActions() {
+				if y := four.Next(x, a); !door(y) && comp[y] < 0 {
+					comp[y] = n
+					stack = append(stack, y)
+				}
+			}
+		}
+		n++
+	}
+	if n != 4 || doors != 4 {
+		t.Errorf("four_rooms: %d rooms and %d doors, want 4 and 4", n, doors)
 	}
 }
