@@ -255,9 +255,9 @@ func symbolicReadout(name string, o figuresOptions) (*figures.Readout, error) {
 			how = "loaded from " + so.loadPath
 		}
 		fmt.Fprintf(stderr, "%s: %s (%d states), map F1 %.3f on the held-out walk, %.1fs\n",
-			name, how, out.model.N(), out.report.ViterbiMap.F1, time.Since(t0).Seconds())
+			name, how, out.Model.N(), out.Report.ViterbiMap.F1, time.Since(t0).Seconds())
 	}
-	return figures.NewReadout(out.env, out.model, out.heldOut.Places, out.states, figures.ReadoutOptions{TokenClass: out.classes})
+	return figures.NewReadout(out.Env, out.Model, out.HeldOut.Places, out.States, figures.ReadoutOptions{TokenClass: out.Classes})
 }
 
 // runReadout decodes the held-out episode of a finished pipeline run

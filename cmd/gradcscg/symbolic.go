@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
@@ -117,174 +116,85 @@ func parseClonesFor(s string) (map[int]int, error) {
 }
 
 func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
-	out, err := symbolicExperiment(o)
+	run, err := symbolicExperiment(o)
 	if err != nil {
 		return nil, err
 	}
-	return out.report, nil
+	return run.Report, nil
 }
 
-// symbolicOutcome is what a symbolic experiment made: the report, the model, the
-// held-out walk it scored and the walk's Viterbi path (figures draw the same read-out).
-type symbolicOutcome struct {
-	report  *evaluate.Report
-	model   *chmm.Model
-	env     *gridworld.Env
-	heldOut gridworld.Episode
-	states  []int
-	classes []int // token → class
-}
-
-// symbolicExperiment trains (or loads) and scores one symbolic model: symbolicRun with
-// everything it made.
-func symbolicExperiment(o symbolicOptions) (*symbolicOutcome, error) {
-	t0 := time.Now()
+// symbolicExperiment runs the symbolic experiment of the flags (experiment.RunSymbolic,
+// the notebooks' too): the environment's reference settings, then every flag given.
+func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	env, err := loadEnv(o.env, o.layout)
 	if err != nil {
 		return nil, err
 	}
-	def := env.Defaults()
-	if o.episodes <= 0 {
-		o.episodes = def.Episodes
-	}
-	if o.steps <= 0 {
-		o.steps = def.Steps
-	}
-	if o.evalSteps <= 0 {
-		o.evalSteps = o.steps
-	}
-	if o.clones <= 0 {
-		o.clones = def.ClonesPerClass
-	}
-	perClass, err := parseClonesFor(o.clonesPerToken)
+	s, err := experiment.DefaultSymbolic(env, o.trainer)
 	if err != nil {
 		return nil, err
 	}
-	if o.clonesPerToken == "" {
-		perClass = def.ClonesByClass
+	s.Seed, s.Init, s.Restarts = o.seed, o.init, o.restarts
+	s.Iters, s.LR, s.Entropy = o.iters, o.lr, o.entropy
+	if o.episodes > 0 {
+		s.Episodes = o.episodes
+	}
+	if o.steps > 0 {
+		s.Steps, s.EvalSteps = o.steps, o.steps
+	}
+	if o.evalSteps > 0 {
+		s.EvalSteps = o.evalSteps
+	}
+	if o.clones > 0 {
+		s.ClonesPerClass = o.clones
+	}
+	if o.pseudocount >= 0 {
+		s.Pseudocount = o.pseudocount
 	}
 	tokens := experiment.NewTokens(env)
-	classes := tokens.Classes
-	for c := range perClass {
-		if _, ok := tokens.Token(c); !ok {
-			return nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
+	if o.clonesPerToken != "" {
+		if s.ClonesByClass, err = parseClonesFor(o.clonesPerToken); err != nil {
+			return nil, err
 		}
-	}
-	clones := make([]int, len(classes))
-	for k, c := range classes {
-		clones[k] = o.clones
-		if n, ok := perClass[c]; ok {
-			clones[k] = n
+		for c := range s.ClonesByClass {
+			if _, ok := tokens.Token(c); !ok {
+				return nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
+			}
 		}
 	}
 	n := 1
-	for _, c := range clones {
+	for _, c := range s.Clones(tokens) {
 		n += c
 	}
-	steps := o.episodes * o.steps
-	if err := checkMemory(hmmBytes(n, env.NumActions(), max(steps, o.evalSteps))+48*float64(steps+o.evalSteps),
-		fmt.Sprintf("training %d states on %d × %d steps", n, o.episodes, o.steps)); err != nil {
+	steps := s.Episodes * s.Steps
+	if err := checkMemory(hmmBytes(n, env.NumActions(), max(steps, s.EvalSteps))+48*float64(steps+s.EvalSteps),
+		fmt.Sprintf("training %d states on %d × %d steps", n, s.Episodes, s.Steps)); err != nil {
 		return nil, err
 	}
-
-	var train []chmm.Sequence
-	for _, ep := range experiment.SymbolicTrainingWalks(env, o.seed, o.episodes, o.steps) {
-		train = append(train, tokens.Sequence(ep))
-	}
-	heldOut := experiment.SymbolicHeldOutWalk(env, o.seed, o.evalSteps)
-	test := tokens.Sequence(heldOut)
-
-	var m *chmm.Model
+	var m *chmm.Model // a saved map to score instead of training one
 	if o.loadPath != "" {
 		if m, err = chmm.Load(o.loadPath); err != nil {
 			return nil, err
 		}
-		if err := m.CheckCompatible(len(classes), env.NumActions()); err != nil {
-			return nil, fmt.Errorf("%s does not fit environment %s: %w", o.loadPath, env.Name, err)
-		}
-	} else {
-		m = experiment.SymbolicInit(clones, env.NumActions(), o.seed, o.init)
-	}
-	if !o.quiet {
-		fmt.Fprintf(stderr, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
-			env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), o.episodes, o.steps, o.trainer)
-	}
-	tTrain := time.Now()
-	record := experiment.SymbolicTraining(m, train, experiment.Training{}, nil) // a loaded map's
-	if o.loadPath == "" {
-		if record, err = trainSymbolic(m, train, o, def); err != nil {
-			return nil, err
-		}
-	}
-	trainSec := time.Since(tTrain).Seconds()
-
-	tEval := time.Now()
-	states, _, err := chmm.Viterbi(m, test)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the held-out episode: %w", err)
-	}
-	rep, err := evaluate.Evaluate(evaluate.Input{
-		Env:       env,
-		Places:    heldOut.Places,
-		States:    states,
-		Tokens:    test.Obs,
-		Trans:     m.Transitions(),
-		NumStates: m.N(),
-		NumTokens: m.K(),
-	}, evaluate.DefaultOptions())
-	if err != nil {
-		return nil, err
-	}
-	// The label-free verdict: the map on its training walks and on the held-out walk's
-	// tokens and actions (no places).
-	if rep.Diagnosis, err = experiment.DiagnoseSymbolic(m, train, test); err != nil {
-		return nil, err
-	}
-	rep.Env = env.Name
-	rep.Dataset = "symbolic"
-	rep.Trainer = o.trainer
-	rep.Seed = o.seed
-	rep.Seconds = map[string]float64{
-		"train": trainSec,
-		"eval":  time.Since(tEval).Seconds(),
-		"total": time.Since(t0).Seconds(),
-	}
-	rep.Training = record
-	if o.savePath != "" {
-		m.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
-		if err := m.Save(o.savePath); err != nil {
-			return nil, err
-		}
-	}
-	return &symbolicOutcome{report: rep, model: m, env: env, heldOut: heldOut, states: states, classes: classes}, nil
-}
-
-// trainSymbolic trains m in place with experiment.TrainSymbolic (the trainer of the
-// notebooks too) and returns the report's record of it.
-func trainSymbolic(m *chmm.Model, train []chmm.Sequence, o symbolicOptions, def gridworld.Defaults) (*evaluate.Training, error) {
-	t := experiment.Training{Trainer: o.trainer, Seed: o.seed, Iters: o.iters, LR: o.lr, Entropy: o.entropy,
-		ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Restarts: o.restarts, Init: o.init}
-	// The original CSCG's pseudocount for rooms where the environment gives none:
-	// hard EM leaves exact zeros, and without it a held-out walk can be unreadable.
-	t.Pseudocount = def.Pseudocount
-	if t.Pseudocount == 0 {
-		t.Pseudocount = chmm.DefaultEMConfig().Pseudocount
-	}
-	if o.pseudocount >= 0 {
-		t.Pseudocount = o.pseudocount
 	}
 	var out io.Writer = stderr
 	if o.quiet {
 		out = nil
 	}
-	best, h, err := experiment.TrainSymbolic(m, train, t, out)
+	run, err := experiment.RunSymbolic(s, m, out)
 	if err != nil {
+		if o.loadPath != "" {
+			return nil, fmt.Errorf("%s: %w", o.loadPath, err)
+		}
 		return nil, err
 	}
-	if best != m {
-		*m = *best
+	if o.savePath != "" {
+		run.Model.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
+		if err := run.Model.Save(o.savePath); err != nil {
+			return nil, err
+		}
 	}
-	return experiment.SymbolicTraining(m, train, t, h), nil
+	return run, nil
 }
 
 func runEnvs(args []string) error {

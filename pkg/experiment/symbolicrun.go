@@ -1,0 +1,256 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+)
+
+// Symbolic is a symbolic experiment (paper Sec. 5.1, the original CSCG's setting): each
+// place emits its class id as a token (Tokens), a cloned HMM learns the map from random
+// walks, and Viterbi decodes a held-out walk that is scored against the true map.
+// `gradcscg symbolic`, the symbolic suites, Figure 3 and the notebooks run it; the
+// same settings give the same report everywhere. A zero field of the last group means
+// the trainer's default.
+type Symbolic struct {
+	Env string `json:"env"` // built-in environment, or the custom layout's name
+	// Layout is a custom environment in the gridworld layout format (the file's text);
+	// empty for built-in environments.
+	Layout    string `json:"layout,omitempty"`
+	Trainer   string `json:"trainer"` // TrainerGradient or TrainerEM
+	Seed      uint64 `json:"seed"`    // the seed streams of SymbolicTrainingWalks, SymbolicInit, SymbolicHeldOutWalk
+	Episodes  int    `json:"episodes"`
+	Steps     int    `json:"steps"`      // observations per training walk
+	EvalSteps int    `json:"eval_steps"` // observations of the held-out walk
+	// ClonesPerClass is the uniform clone budget; ClonesByClass overrides it for some
+	// class ids (a hand-set per-observation budget, paper Sec. 5.3).
+	ClonesPerClass int         `json:"clones_per_class"`
+	ClonesByClass  map[int]int `json:"clones_by_class,omitempty"`
+	Iters          int         `json:"iters"`    // maximum iterations (0: the trainer's default)
+	Restarts       int         `json:"restarts"` // starts trained, the best training likelihood kept (0 or 1: one)
+	// Pseudocount is EM's pseudocount; ViterbiIters bounds EM's hard (Viterbi)
+	// iterations after Baum–Welch (0: none). They use pseudocount 0 and leave exact
+	// zeros, which a short held-out walk can hit.
+	Pseudocount  float64 `json:"pseudocount"`
+	ViterbiIters int     `json:"viterbi_iters"`
+
+	// Init is the initial transitions: InitUniform ("" too) or InitRandom.
+	Init string `json:"init,omitempty"`
+	// LR is the gradient trainer's Adam rate (0: chmm.DefaultGradConfig's); Entropy its
+	// transition-entropy weight η (paper Sec. 3.6; 0: none).
+	LR      float64 `json:"lr,omitempty"`
+	Entropy float64 `json:"entropy,omitempty"`
+}
+
+// DefaultSymbolic is the experiment of trainer on e at its reference size
+// (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
+// a held-out walk as long as a training walk, the trainer's iterations, 3 starts for
+// EM and 1 for the gradient trainer, seed 1. A custom environment keeps its layout.
+func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
+	if trainer != TrainerGradient && trainer != TrainerEM {
+		return Symbolic{}, &FieldError{Field: "Trainer", Value: fmt.Sprintf("%q", trainer), Need: fmt.Sprintf("want %q or %q", TrainerGradient, TrainerEM)}
+	}
+	d := e.Defaults()
+	layout := ""
+	if b, err := gridworld.Named(e.Name); err != nil || b.Layout() != e.Layout() {
+		layout = e.Layout()
+	}
+	pc := d.Pseudocount
+	if pc == 0 {
+		pc = chmm.DefaultEMConfig().Pseudocount
+	}
+	restarts := 1
+	if trainer == TrainerEM {
+		restarts = 3
+	}
+	return Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
+		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
+		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
+		Restarts: restarts, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters}, nil
+}
+
+// Symbolic returns the symbolic experiment s at size z: s itself at full size;
+// otherwise one walk of at most 3,000 steps (held out as long), one start, no Viterbi
+// iterations, at most 10 clones per class and 200 gradient or 20 EM iterations, in
+// seconds: a map may then not be recovered.
+func (z Size) Symbolic(s Symbolic) Symbolic {
+	if z == SizeFull {
+		return s
+	}
+	s.Episodes, s.Steps, s.EvalSteps = 1, min(s.Steps, 3000), min(s.Steps, 3000)
+	s.Restarts, s.ViterbiIters = 1, 0
+	s.ClonesPerClass = min(s.ClonesPerClass, 10)
+	if len(s.ClonesByClass) > 0 {
+		by := make(map[int]int, len(s.ClonesByClass))
+		for k, n := range s.ClonesByClass {
+			by[k] = min(n, 10)
+		}
+		s.ClonesByClass = by
+	}
+	s.Iters = 200
+	if s.Trainer == TrainerEM {
+		s.Iters = 20
+	}
+	return s
+}
+
+// Environment returns the experiment's grid world: the built-in one, or Layout parsed.
+func (s Symbolic) Environment() (*gridworld.Env, error) {
+	if s.Layout == "" {
+		return gridworld.Named(s.Env)
+	}
+	e, err := gridworld.ParseLayout(s.Env, strings.NewReader(s.Layout))
+	if err != nil {
+		return nil, fmt.Errorf("layout: %w", err)
+	}
+	return e, nil
+}
+
+// Clones returns the clone budget of each token of tokens.
+func (s Symbolic) Clones(tokens Tokens) []int {
+	clones := make([]int, len(tokens.Classes))
+	for k, c := range tokens.Classes {
+		clones[k] = s.ClonesPerClass
+		if n, ok := s.ClonesByClass[c]; ok {
+			clones[k] = n
+		}
+	}
+	return clones
+}
+
+// Validate reports every invalid field, by its JSON name.
+func (s Symbolic) Validate() error {
+	var bad []string
+	add := func(ok bool, format string, args ...any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	e, err := s.Environment()
+	if err != nil {
+		bad = append(bad, fmt.Sprintf("env: %v", err))
+	}
+	add(s.Trainer == TrainerGradient || s.Trainer == TrainerEM, "trainer=%q (want %q or %q)", s.Trainer, TrainerGradient, TrainerEM)
+	add(s.Episodes >= 1, "episodes=%d (need ≥ 1)", s.Episodes)
+	add(s.Steps >= 2, "steps=%d (need ≥ 2)", s.Steps)
+	add(s.EvalSteps >= 2, "eval_steps=%d (need ≥ 2)", s.EvalSteps)
+	add(s.ClonesPerClass >= 1, "clones_per_class=%d (need ≥ 1)", s.ClonesPerClass)
+	add(s.Iters >= 0, "iters=%d (need ≥ 0)", s.Iters)
+	add(s.Restarts >= 0, "restarts=%d (need ≥ 0)", s.Restarts)
+	add(s.ViterbiIters >= 0, "viterbi_iters=%d (need ≥ 0)", s.ViterbiIters)
+	add(s.Pseudocount >= 0 && !math.IsInf(s.Pseudocount, 0), "pseudocount=%g (need ≥ 0)", s.Pseudocount)
+	add(s.Init == "" || s.Init == InitUniform || s.Init == InitRandom, "init=%q (want %q or %q)", s.Init, InitUniform, InitRandom)
+	add(s.LR >= 0 && !math.IsInf(s.LR, 0), "lr=%g (need ≥ 0)", s.LR)
+	add(s.Entropy >= 0 && !math.IsInf(s.Entropy, 0), "entropy=%g (need ≥ 0)", s.Entropy)
+	classes := map[int]bool{}
+	if e != nil {
+		for _, k := range e.Class {
+			classes[k] = true
+		}
+	}
+	keys := make([]int, 0, len(s.ClonesByClass))
+	for k := range s.ClonesByClass {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		add(s.ClonesByClass[k] >= 1, "clones_by_class[%d]=%d (need ≥ 1)", k, s.ClonesByClass[k])
+		add(e == nil || classes[k], "clones_by_class[%d]: the environment shows no class %d", k, k)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("experiment: invalid symbolic experiment: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Training is how s trains (TrainSymbolic).
+func (s Symbolic) Training() Training {
+	return Training{Trainer: s.Trainer, Seed: s.Seed, Iters: s.Iters, LR: s.LR, Entropy: s.Entropy,
+		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, Init: s.Init}
+}
+
+// SymbolicRun is a symbolic experiment's map with its held-out walk decoded and scored.
+type SymbolicRun struct {
+	Config  Symbolic
+	Env     *gridworld.Env
+	Classes []int // token k shows class Classes[k]
+	Model   *chmm.Model
+	History *chmm.History // of the start kept; nil for a map not trained here
+	Report  *evaluate.Report
+	HeldOut gridworld.Episode // the held-out walk (places, classes, actions)
+	Tokens  []int             // its tokens
+	States  []int             // its Viterbi path s*_1..s*_T
+}
+
+// RunSymbolic trains s's map (TrainSymbolic from SymbolicInit on SymbolicTrainingWalks)
+// and scores it on the held-out walk: evaluate.Evaluate of its Viterbi path, the
+// label-free verdict (DiagnoseSymbolic) and the training record (SymbolicTraining).
+// With m not nil, m is scored instead of training one (a saved map). Progress goes
+// to progressOut when it is not nil.
+func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun, error) {
+	t0 := time.Now()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	env, err := s.Environment()
+	if err != nil {
+		return nil, err
+	}
+	tokens := NewTokens(env)
+	run := &SymbolicRun{Config: s, Env: env, Classes: tokens.Classes}
+	var train []chmm.Sequence
+	for _, ep := range SymbolicTrainingWalks(env, s.Seed, s.Episodes, s.Steps) {
+		train = append(train, tokens.Sequence(ep))
+	}
+	run.HeldOut = SymbolicHeldOutWalk(env, s.Seed, s.EvalSteps)
+	test := tokens.Sequence(run.HeldOut)
+	run.Tokens = test.Obs
+
+	var record *evaluate.Training
+	tTrain := time.Now()
+	if m != nil {
+		if err := m.CheckCompatible(len(tokens.Classes), env.NumActions()); err != nil {
+			return nil, fmt.Errorf("the map does not fit environment %s: %w", env.Name, err)
+		}
+		run.Model, record = m, SymbolicTraining(m, train, Training{}, nil)
+	} else {
+		m = SymbolicInit(s.Clones(tokens), env.NumActions(), s.Seed, s.Init)
+		if progressOut != nil {
+			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
+				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer)
+		}
+		t := s.Training()
+		if run.Model, run.History, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+			return nil, err
+		}
+		record = SymbolicTraining(run.Model, train, t, run.History)
+	}
+	trainSec := time.Since(tTrain).Seconds()
+
+	tEval := time.Now()
+	if run.States, _, err = chmm.Viterbi(run.Model, test); err != nil {
+		return nil, fmt.Errorf("decoding the held-out walk: %w", err)
+	}
+	rep, err := evaluate.Evaluate(evaluate.Input{Env: env, Places: run.HeldOut.Places, States: run.States, Tokens: test.Obs,
+		Trans: run.Model.Transitions(), NumStates: run.Model.N(), NumTokens: run.Model.K()}, evaluate.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	// The label-free verdict: the map on its training walks and on the held-out walk's
+	// tokens and actions (no places).
+	if rep.Diagnosis, err = DiagnoseSymbolic(run.Model, train, test); err != nil {
+		return nil, err
+	}
+	rep.Env, rep.Dataset, rep.Trainer, rep.Seed = env.Name, "symbolic", s.Trainer, s.Seed
+	rep.Training = record
+	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
+	run.Report = rep
+	return run, nil
+}
