@@ -60,7 +60,7 @@ var (
 var flagRanges = map[string]map[string]flagRange{
 	"symbolic": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
-		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts,
+		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts, "grow": ints(0, 10),
 		"entropy": floats(0, 100),
 	},
 	"train": {

@@ -31,6 +31,7 @@ type symbolicOptions struct {
 	pseudocount          float64
 	entropy              float64
 	restarts             int
+	grow                 int
 	jsonPath, savePath   string
 	loadPath             string
 	quiet                bool
@@ -53,6 +54,7 @@ func runSymbolic(args []string) error {
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
 	fs.IntVar(&o.restarts, "restarts", 3, "initialisations tried; the one with the highest training likelihood is kept (the gradient trainer: 1 unless given)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
+	fs.IntVar(&o.grow, "grow", 0, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (0: the budget as given)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
@@ -135,7 +137,7 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		return nil, err
 	}
 	s.Seed, s.Init, s.Restarts = o.seed, o.init, o.restarts
-	s.Iters, s.LR, s.Entropy = o.iters, o.lr, o.entropy
+	s.Iters, s.LR, s.Entropy, s.GrowRounds = o.iters, o.lr, o.entropy, o.grow
 	if o.episodes > 0 {
 		s.Episodes = o.episodes
 	}

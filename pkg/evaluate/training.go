@@ -32,6 +32,9 @@ type Training struct {
 	Steps    int   `json:"steps,omitempty"`    // steps per walk
 	Restarts int   `json:"restarts,omitempty"` // starts trained; the best training likelihood was kept
 	Clones   []int `json:"clones,omitempty"`   // clones per token of the map
+	// GrowRounds is how many times the budget was doubled for the tokens that used
+	// every clone (experiment.Symbolic.GrowRounds).
+	GrowRounds int `json:"grow_rounds,omitempty"`
 	// Pruned is the number of states that finalisation removed as unused.
 	Pruned int `json:"pruned,omitempty"`
 	// Runs are the HMM trainer's runs that made the final map, in order (symbolic:
@@ -212,7 +215,7 @@ func (r *Report) adoptExtra(extra map[string]json.RawMessage) error {
 }
 
 func isZeroTraining(t *Training) bool {
-	return t.Episodes == 0 && t.Steps == 0 && t.Restarts == 0 && len(t.Clones) == 0 && t.Pruned == 0 &&
+	return t.Episodes == 0 && t.Steps == 0 && t.Restarts == 0 && len(t.Clones) == 0 && t.Pruned == 0 && t.GrowRounds == 0 &&
 		len(t.Runs) == 0 && t.Joint == nil
 }
 
@@ -237,6 +240,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	}
 	if t.Restarts > 1 {
 		runs = append(runs, fmt.Sprintf("best of %d starts", t.Restarts))
+	}
+	if t.GrowRounds > 0 {
+		runs = append(runs, fmt.Sprintf("budget doubled %d time(s) for tokens that used every clone", t.GrowRounds))
 	}
 	if len(runs) > 0 {
 		row("HMM training", "%s", strings.Join(runs, "; "))

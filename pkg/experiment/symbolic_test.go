@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +117,42 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 	llBest, _ := chmm.LogLikelihood(best, train)
 	if llBest < llOne-1e-9 {
 		t.Errorf("best of 3 starts ℓ = %g < the first start's %g", llBest, llOne)
+	}
+}
+
+// TestRunSymbolicGrow: from one clone per class, aliased (4 places per class) cannot be
+// resolved and the verdict says the budget binds; with GrowRounds the full tokens'
+// budgets double until the map predicts its walks, and the map is recovered.
+func TestRunSymbolicGrow(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, TrainerGradient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass = 2, 3000, 2000, 1
+	fixed, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := fixed.Report.Diagnosis.Verdict; v.Resolved || !slices.Contains(v.Problems, chmm.ProblemClones) || fixed.Report.ViterbiMap.F1 == 1 {
+		t.Errorf("one clone per class: F1 %.3f, verdict %+v", fixed.Report.ViterbiMap.F1, v)
+	}
+	s.GrowRounds = 4
+	grown, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := grown.Report.Training
+	if rec.GrowRounds < 2 || grown.Report.ViterbiMap.F1 != 1 || !grown.Report.Diagnosis.Verdict.Resolved {
+		t.Errorf("grown: %d rounds, clones %v, F1 %.3f, verdict %s", rec.GrowRounds, rec.Clones, grown.Report.ViterbiMap.F1,
+			grown.Report.Diagnosis.Verdict.Text)
+	}
+	for k, c := range rec.Clones {
+		if c < 4 || c&(c-1) != 0 {
+			t.Errorf("token %d: %d clones, want a power of 2 of at least 4 (4 places)", k, c)
+		}
 	}
 }

@@ -47,6 +47,12 @@ type Symbolic struct {
 	// transition-entropy weight η (paper Sec. 3.6; 0: none).
 	LR      float64 `json:"lr,omitempty"`
 	Entropy float64 `json:"entropy,omitempty"`
+	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
+	// predict its own training walks (more than chmm.ExactBits bits per step) and some
+	// tokens use every clone they have (chmm.Diagnosis.FullTokens), those tokens'
+	// budgets are doubled and the map is trained again from its start, at most
+	// GrowRounds times. The budget above is then the starting one. 0: a fixed budget.
+	GrowRounds int `json:"grow_rounds,omitempty"`
 }
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
@@ -149,6 +155,7 @@ func (s Symbolic) Validate() error {
 	add(s.Init == "" || s.Init == InitUniform || s.Init == InitRandom, "init=%q (want %q or %q)", s.Init, InitUniform, InitRandom)
 	add(s.LR >= 0 && !math.IsInf(s.LR, 0), "lr=%g (need ≥ 0)", s.LR)
 	add(s.Entropy >= 0 && !math.IsInf(s.Entropy, 0), "entropy=%g (need ≥ 0)", s.Entropy)
+	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	classes := map[int]bool{}
 	if e != nil {
 		for _, k := range e.Class {
@@ -221,16 +228,37 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 		}
 		run.Model, record = m, SymbolicTraining(m, train, Training{}, nil)
 	} else {
-		m = SymbolicInit(s.Clones(tokens), env.NumActions(), s.Seed, s.Init)
-		if progressOut != nil {
-			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
-				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer)
-		}
+		clones := s.Clones(tokens)
 		t := s.Training()
-		if run.Model, run.History, err = TrainSymbolic(m, train, t, progressOut); err != nil {
-			return nil, err
+		for round := 0; ; round++ {
+			m := SymbolicInit(clones, env.NumActions(), s.Seed, s.Init)
+			if progressOut != nil {
+				fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
+					env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer)
+			}
+			if run.Model, run.History, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+				return nil, err
+			}
+			record = SymbolicTraining(run.Model, train, t, run.History)
+			record.GrowRounds = round
+			if round == s.GrowRounds {
+				break
+			}
+			grow, d, err := growBudget(run.Model, train)
+			if err != nil {
+				return nil, err
+			}
+			if len(grow) == 0 {
+				break
+			}
+			for _, k := range grow {
+				clones[k] *= 2
+			}
+			if progressOut != nil {
+				fmt.Fprintf(progressOut, "grow round %d: training %.4f bits/step and token(s) %v use every clone: their budgets doubled to %v\n",
+					round+1, d.TrainBits, grow, clones)
+			}
 		}
-		record = SymbolicTraining(run.Model, train, t, run.History)
 	}
 	trainSec := time.Since(tTrain).Seconds()
 
@@ -253,4 +281,18 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
 	run.Report = rep
 	return run, nil
+}
+
+// growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
+// m predicts its training walks (at most chmm.ExactBits bits per step), else the
+// tokens that use every clone.
+func growBudget(m *chmm.Model, train []chmm.Sequence) ([]int, *chmm.Diagnosis, error) {
+	d, err := chmm.Diagnose(m, train, nil, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sizing the budget: %w", err)
+	}
+	if d.TrainBits <= chmm.ExactBits {
+		return nil, d, nil
+	}
+	return d.FullTokens, d, nil
 }
