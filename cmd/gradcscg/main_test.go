@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
@@ -178,5 +180,33 @@ func TestEnvs(t *testing.T) {
 	}
 	if _, _, errOut := run(t, "envs", "-h"); strings.Contains(errOut, "Flags:") {
 		t.Errorf("envs -h:\n%s", errOut)
+	}
+}
+
+// TestSymbolicImpossibleHeldOutKeepsTheMap: a map that calls a held-out step
+// impossible is one clear error saying what to try, and --save still writes the map.
+func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
+	dir := t.TempDir()
+	m := chmm.New(chmm.UniformClones(4, 2), 4, nil)
+	n := m.N()
+	for i := range n { // action 0 reaches nothing but the sink
+		for j := 1; j < n; j++ {
+			m.ThetaLogits[i*n+j] = math.Inf(-1)
+		}
+	}
+	in, saved := filepath.Join(dir, "zeros.model"), filepath.Join(dir, "kept.model")
+	if err := m.Save(in); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", in, "--save", saved, "--steps", "200", "--eval-steps", "500", "--quiet")
+	if code == 0 {
+		t.Fatal("exit 0")
+	}
+	oneCleanError(t, errOut, "held-out walk impossible")
+	if !strings.Contains(errOut, "saved in "+saved) {
+		t.Errorf("error %q does not say where the map is", errOut)
+	}
+	if _, err := chmm.Load(saved); err != nil {
+		t.Errorf("the map was not saved: %v", err)
 	}
 }

@@ -184,17 +184,20 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		out = nil
 	}
 	run, err := experiment.RunSymbolic(s, m, out)
+	if o.savePath != "" && run != nil { // the map, even one that could not be scored
+		run.Model.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
+		if serr := run.Model.Save(o.savePath); serr != nil {
+			return nil, serr
+		}
+		if err != nil {
+			err = fmt.Errorf("%w (the trained map is saved in %s)", err, o.savePath)
+		}
+	}
 	if err != nil {
 		if o.loadPath != "" {
 			return nil, fmt.Errorf("%s: %w", o.loadPath, err)
 		}
 		return nil, err
-	}
-	if o.savePath != "" {
-		run.Model.Meta = map[string]string{"env": env.Name, "trainer": o.trainer, "seed": strconv.FormatUint(o.seed, 10)}
-		if err := run.Model.Save(o.savePath); err != nil {
-			return nil, err
-		}
 	}
 	return run, nil
 }

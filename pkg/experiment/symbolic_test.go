@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -154,5 +156,34 @@ func TestRunSymbolicGrow(t *testing.T) {
 		if c < 4 || c&(c-1) != 0 {
 			t.Errorf("token %d: %d clones, want a power of 2 of at least 4 (4 places)", k, c)
 		}
+	}
+}
+
+// TestRunSymbolicImpossibleHeldOut: a map with an exact zero that the held-out walk
+// needs is returned unscored with an error wrapping chmm.ErrZeroProbability that says
+// what to try, so the caller can keep it.
+func TestRunSymbolicImpossibleHeldOut(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, TrainerGradient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Episodes, s.Steps, s.EvalSteps = 1, 200, 500
+	m := chmm.New(chmm.UniformClones(4, 2), env.NumActions(), nil)
+	n := m.N()
+	for i := range n { // from every state, action 0 reaches nothing but the sink (state 0)
+		for j := 1; j < n; j++ {
+			m.ThetaLogits[i*n+j] = math.Inf(-1)
+		}
+	}
+	run, err := RunSymbolic(s, m, nil)
+	if !errors.Is(err, chmm.ErrZeroProbability) || !strings.Contains(err.Error(), "more or longer training walks") {
+		t.Fatalf("err = %v", err)
+	}
+	if run == nil || run.Model != m || run.Report != nil {
+		t.Errorf("run %+v: want the map back, unscored", run)
 	}
 }

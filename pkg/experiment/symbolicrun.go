@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -200,7 +201,9 @@ type SymbolicRun struct {
 // and scores it on the held-out walk: evaluate.Evaluate of its Viterbi path, the
 // label-free verdict (DiagnoseSymbolic) and the training record (SymbolicTraining).
 // With m not nil, m is scored instead of training one (a saved map). Progress goes
-// to progressOut when it is not nil.
+// to progressOut when it is not nil. When the held-out walk is impossible under the
+// trained map, the error wraps chmm.ErrZeroProbability and the run is returned too,
+// with its Model (and History), unscored.
 func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun, error) {
 	t0 := time.Now()
 	if err := s.Validate(); err != nil {
@@ -264,6 +267,11 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 
 	tEval := time.Now()
 	if run.States, _, err = chmm.Viterbi(run.Model, test); err != nil {
+		if errors.Is(err, chmm.ErrZeroProbability) { // the map is kept: the caller may save it
+			return run, fmt.Errorf("the map calls a step of its held-out walk impossible (%w): it has exact zeros "+
+				"(EM's Viterbi iterations leave them) and has not seen enough of the world; try more or longer "+
+				"training walks, or the gradient trainer", err)
+		}
 		return nil, fmt.Errorf("decoding the held-out walk: %w", err)
 	}
 	rep, err := evaluate.Evaluate(evaluate.Input{Env: env, Places: run.HeldOut.Places, States: run.States, Tokens: test.Obs,
