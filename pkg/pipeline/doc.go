@@ -83,7 +83,7 @@
 //     skipped. Merging two classes into one token, how the joint phase makes a place's
 //     token consistent, lowers the perplexity far less (aliased 4 → 2.9, where the
 //     threshold is 1.75). Each intervention is in the state, the loss history (Figure 6
-//     marks it) and the report (joint_interventions, joint_intervention_log).
+//     marks it) and the report (evaluate.Report.Training.Joint.Guard).
 //
 // The reference-like guard (Config.CollapseFrac, off by default) restores only the
 // perception from the snapshot of the best smoothed perplexity and throttles λ; it read
@@ -103,7 +103,7 @@
 //	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)
 //	                and the last healthy one; -rN marks the branch after the N-th rollback
 //	vqvae.ckpt, chmm.model   the final model
-//	report.json     evaluate.Report (trainer "joint", seconds per phase, extras)
+//	report.json     evaluate.Report (trainer "joint", seconds per phase, Training)
 //	.lock           flock of the process that writes the directory (rundir.go)
 //
 // A checkpoint file is written first (atomically, under a new name) and then state.gob
@@ -125,11 +125,11 @@
 // with Viterbi — by default (Config.Decode = DecodeSoft) with the soft emissions log ρ
 // (chmm.ViterbiE), which lets the map's context outvote an uncertain token; with
 // DecodeHard on the hard tokens (chmm.Viterbi), as the paper — and scores the path with
-// evaluate.Evaluate; the other read-out's headline metrics go to the report's extras.
-// Reevaluate re-scores a finished run in place. The report's extras also hold
-// H(token | place), H(token | class) and H(class | token) of the training
-// frames after the warm-up and after the joint phase (true places and classes are used
-// for these measurements only).
+// evaluate.Evaluate; the other read-out's headline metrics go to the report's
+// OtherReadout. Reevaluate re-scores a finished run in place. The report's
+// Training.Joint also holds H(token | place), H(token | class) and H(class | token) of
+// the training frames after the warm-up and after the joint phase (true places and
+// classes are used for these measurements only).
 //
 // # Backend
 //
