@@ -42,7 +42,9 @@
 //   - Codebook perplexity = exp(H(p)) with p(k) = n(k)/T the hard-token usage;
 //     active codes = #{k : n(k) > 0}.
 //
-// Report holds all of them under the stable JSON keys of spec/evaluation.md
-// (plus extras); WriteJSON writes it atomically, ReadJSON checks the required
-// keys, Aggregate gives mean ± sample s.d. over seeds.
+// Report holds all of them under the stable JSON keys of spec/evaluation.md, plus
+// the verdict (Diagnosis), the read-outs and how the map was made (Training);
+// WriteJSON writes it atomically, ReadJSON checks the required keys (and reads the
+// free-form "extra" object of older reports into those fields), Aggregate gives
+// mean ± sample s.d. over seeds.
 package evaluate
