@@ -209,3 +209,26 @@ func TestXLAWithoutPluginInANotebook(t *testing.T) {
 		t.Fatalf("error %v: want one line naming GOMLX_BACKEND", err)
 	}
 }
+
+// TestSymbolicImpossibleHeldOutKeepsTheMap: a map trained on too short a walk calls a
+// held-out step impossible; the error says so and where the trained map is, which is
+// kept, and the run is not marked finished (no report).
+func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
+	t.Setenv(SizeEnv, "full")
+	cfg, err := SymbolicDefaults("aliased", TrainerEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Episodes, cfg.Steps, cfg.EvalSteps, cfg.Restarts, cfg.Pseudocount = 1, 40, 3000, 1, 0
+	dir := t.TempDir()
+	_, err = Symbolic(dir, cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "held-out walk impossible") || !strings.Contains(err.Error(), SymbolicModelFile) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SymbolicModelFile)); err != nil {
+		t.Errorf("the trained map was not kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SymbolicReportFile)); err == nil {
+		t.Error("a report was written for a run that could not be scored")
+	}
+}

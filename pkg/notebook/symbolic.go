@@ -110,12 +110,16 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 	}
 
 	run, err := experiment.RunSymbolic(cfg, nil, progressOut)
-	if err != nil {
+	if run == nil {
 		return nil, fmt.Errorf("notebook: %w", err)
 	}
 	run.Model.Meta = map[string]string{"env": env.Name, "trainer": cfg.Trainer, "seed": fmt.Sprint(cfg.Seed)}
-	if err := run.Model.Save(filepath.Join(dir, SymbolicModelFile)); err != nil {
+	modelPath := filepath.Join(dir, SymbolicModelFile)
+	if err := run.Model.Save(modelPath); err != nil {
 		return nil, err
+	}
+	if err != nil { // trained but not scored (an impossible held-out step): the map is kept, the run is not finished
+		return nil, fmt.Errorf("notebook: %w (the trained map is in %s)", err, modelPath)
 	}
 	if err := writeJSON(filepath.Join(dir, SymbolicHistoryFile), toJSONHistory(run.History)); err != nil {
 		return nil, err
