@@ -78,6 +78,7 @@
 // two_rooms), the symbolic demonstrations (square, uniform_interior,
 // three_rooms) and the original CSCG demonstrations (cscg_rectangular,
 // cscg_empty, cscg_stitched, cscg_maze5, cscg_cliques), laid out exactly as in
-// spec/environments.md. Env.Defaults gives each one's reference data size and
-// clone budget.
+// spec/environments.md, then three bigger worlds of our own (big_room, tiled,
+// four_rooms: 100 to 365 places). Env.Defaults gives each one's reference data size
+// and clone budget, and where they come from.
 package gridworld
