@@ -3,6 +3,7 @@ package evaluate
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -139,24 +140,13 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 // adoptExtra fills the typed fields from a legacy "extra" object (keys as
 // pkg/pipeline and the symbolic command wrote them).
 func (r *Report) adoptExtra(extra map[string]json.RawMessage) error {
-	var err error
-	get := func(key string, v any) bool {
-		raw, ok := extra[key]
-		if !ok || err != nil {
-			return false
-		}
-		if e := json.Unmarshal(raw, v); e != nil {
-			err = fmt.Errorf("%q: %w", key, e)
-			return false
-		}
-		return true
-	}
+	get := legacyGetter(extra)
 	if r.Decode == "" {
-		get("decode", &r.Decode)
+		get.into("decode", &r.Decode)
 	}
 	for _, decode := range []string{"hard", "soft"} {
 		var m Readout
-		if get(decode+"_decoding", &m) && r.OtherReadout == nil {
+		if get.into(decode+"_decoding", &m) && r.OtherReadout == nil {
 			m.Decode = decode
 			r.OtherReadout = &m
 			if r.Decode == "" { // written before "decode" was: the other read-out's other
@@ -164,59 +154,85 @@ func (r *Report) adoptExtra(extra map[string]json.RawMessage) error {
 			}
 		}
 	}
-	if r.Training != nil {
-		return err
+	if get.err != nil || r.Training != nil {
+		return get.err
 	}
-	var t Training
-	get("episodes", &t.Episodes)
-	get("steps", &t.Steps)
-	if !get("restarts", &t.Restarts) {
-		get("em_restarts", &t.Restarts)
-	}
-	get("clones", &t.Clones)
-	get("final_pruned_states", &t.Pruned)
-	for _, name := range []string{"train", "finalise", "retrain"} {
-		run := TrainerRun{Name: name}
-		if get(name+"_iterations", &run.Iterations) {
-			get(name+"_split_rounds", &run.SplitRounds)
-			get(name+"_stop", &run.Stop)
-			t.Runs = append(t.Runs, run)
-		}
-	}
-	if _, ok := extra["joint_iters"]; ok {
-		j := &Joint{}
-		get("arch", &j.Arch)
-		get("joint_iters", &j.Iters)
-		get("grad_frames", &j.GradFrames)
-		get("active_codes_warmup", &j.ActiveCodesWarmup)
-		get("codes_kept", &j.CodesKept)
-		get("clones_joint", &j.Clones)
-		get("joint_rollbacks", &j.Rollbacks)
-		var n int
-		if get("joint_interventions", &n) {
-			j.Guard = &Guard{Interventions: []Intervention{}}
-			get("joint_intervention_log", &j.Guard.Interventions)
-			get("joint_skipped_steps", &j.Guard.SkippedSteps)
-			if err == nil && n != len(j.Guard.Interventions) {
-				err = fmt.Errorf("joint_interventions is %d but the log holds %d", n, len(j.Guard.Interventions))
-			}
-		}
-		for phase, e := range map[string]*TokenEntropies{"warmup": &j.Warmup, "joint": &j.End} {
-			get("train_h_token_given_place_"+phase, &e.HTokenGivenPlace)
-			get("train_h_token_given_class_"+phase, &e.HTokenGivenClass)
-			get("train_h_class_given_token_"+phase, &e.HClassGivenToken)
-		}
-		t.Joint = j
-	}
-	if err == nil && !isZeroTraining(&t) {
-		r.Training = &t
-	}
+	t, err := LegacyTraining(extra)
+	r.Training = t
 	return err
 }
 
-func isZeroTraining(t *Training) bool {
-	return t.Episodes == 0 && t.Steps == 0 && t.Restarts == 0 && len(t.Clones) == 0 && t.Pruned == 0 && t.GrowRounds == 0 &&
-		len(t.Runs) == 0 && t.Joint == nil
+// LegacyTraining reads the training record that reports and pipeline run states
+// written before Training kept in a free-form "extra" map (keys as pkg/pipeline and
+// the symbolic command wrote them); nil when the map holds none.
+func LegacyTraining(extra map[string]json.RawMessage) (*Training, error) {
+	get := legacyGetter(extra)
+	var t Training
+	get.into("episodes", &t.Episodes)
+	get.into("steps", &t.Steps)
+	if !get.into("restarts", &t.Restarts) {
+		get.into("em_restarts", &t.Restarts)
+	}
+	get.into("clones", &t.Clones)
+	get.into("final_pruned_states", &t.Pruned)
+	for _, name := range []string{"train", "finalise", "retrain"} {
+		run := TrainerRun{Name: name}
+		if get.into(name+"_iterations", &run.Iterations) {
+			get.into(name+"_split_rounds", &run.SplitRounds)
+			get.into(name+"_stop", &run.Stop)
+			t.Runs = append(t.Runs, run)
+		}
+	}
+	var j Joint
+	get.into("arch", &j.Arch)
+	get.into("joint_iters", &j.Iters)
+	get.into("grad_frames", &j.GradFrames)
+	get.into("active_codes_warmup", &j.ActiveCodesWarmup)
+	get.into("codes_kept", &j.CodesKept)
+	get.into("clones_joint", &j.Clones)
+	get.into("joint_rollbacks", &j.Rollbacks)
+	var n int
+	if get.into("joint_interventions", &n) {
+		j.Guard = &Guard{Interventions: []Intervention{}}
+		get.into("joint_intervention_log", &j.Guard.Interventions)
+		get.into("joint_skipped_steps", &j.Guard.SkippedSteps)
+		if get.err == nil && n != len(j.Guard.Interventions) {
+			get.err = fmt.Errorf("joint_interventions is %d but the log holds %d", n, len(j.Guard.Interventions))
+		}
+	}
+	for phase, e := range map[string]*TokenEntropies{"warmup": &j.Warmup, "joint": &j.End} {
+		get.into("train_h_token_given_place_"+phase, &e.HTokenGivenPlace)
+		get.into("train_h_token_given_class_"+phase, &e.HTokenGivenClass)
+		get.into("train_h_class_given_token_"+phase, &e.HClassGivenToken)
+	}
+	if !reflect.ValueOf(j).IsZero() {
+		t.Joint = &j
+	}
+	if get.err != nil || reflect.ValueOf(t).IsZero() {
+		return nil, get.err
+	}
+	return &t, nil
+}
+
+// legacyReader decodes keys of a legacy "extra" map, keeping the first error.
+type legacyReader struct {
+	extra map[string]json.RawMessage
+	err   error
+}
+
+func legacyGetter(extra map[string]json.RawMessage) *legacyReader { return &legacyReader{extra: extra} }
+
+// into decodes extra[key] into v and reports whether it was there.
+func (g *legacyReader) into(key string, v any) bool {
+	raw, ok := g.extra[key]
+	if !ok || g.err != nil {
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		g.err = fmt.Errorf("%q: %w", key, err)
+		return false
+	}
+	return true
 }
 
 // trainingRows are the report table's rows about how the map was made.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -120,31 +121,31 @@ func decodeState(raw []byte, path string) (*runState, error) {
 	if st.Seconds == nil {
 		st.Seconds = map[string]float64{}
 	}
-	st.adoptExtra()
+	if err := st.adoptExtra(); err != nil {
+		return nil, fmt.Errorf("pipeline: %s: %w", path, err)
+	}
 	return &st, nil
 }
 
-// adoptExtra moves what states written before runState.Made kept in Extra into Made.
-func (st *runState) adoptExtra() {
+// adoptExtra moves what states written before runState.Made kept in Extra into Made
+// (evaluate.LegacyTraining, as for reports).
+func (st *runState) adoptExtra() error {
 	if len(st.Extra) == 0 {
-		return
+		return nil
 	}
-	x := st.Extra
-	if n, ok := x["active_codes_warmup"]; ok {
-		st.joint().ActiveCodesWarmup = int(n)
+	raw := make(map[string]json.RawMessage, len(st.Extra))
+	for k, v := range st.Extra {
+		raw[k], _ = json.Marshal(v) // finite: written by this package
 	}
-	for phase, e := range map[string]*evaluate.TokenEntropies{PhaseWarmup: &st.joint().Warmup, PhaseJoint: &st.joint().End} {
-		e.HTokenGivenPlace = x["train_h_token_given_place_"+phase]
-		e.HTokenGivenClass = x["train_h_token_given_class_"+phase]
-		e.HClassGivenToken = x["train_h_class_given_token_"+phase]
+	t, err := evaluate.LegacyTraining(raw)
+	if err != nil {
+		return err
 	}
-	st.Made.Pruned = int(x["final_pruned_states"])
-	for _, name := range []string{"finalise", "retrain"} {
-		if n, ok := x[name+"_iterations"]; ok {
-			st.Made.AddRun(evaluate.TrainerRun{Name: name, Iterations: int(n), SplitRounds: int(x[name+"_split_rounds"])})
-		}
+	if t != nil {
+		st.Made = *t
 	}
 	st.Extra = nil
+	return nil
 }
 
 // writeState commits st to dir.
