@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -36,18 +34,18 @@ type planOptions struct {
 	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn"; "" not given
 	figure                  string
 	quiet                   bool
-	preset                  experiment.PlanPreset // the plan suite's variant (not a flag)
 }
 
 // planReport is the JSON written by --json: the closed-loop report and where the map
 // came from (experiment.PlanReport).
 type planReport = experiment.PlanReport
 
-// defaultPlanOptions returns the defaults of the flags of "gradcscg plan".
+// defaultPlanOptions returns the defaults of the flags of "gradcscg plan":
+// experiment.DefaultPlanEval's.
 func defaultPlanOptions() planOptions {
-	return planOptions{pairs: 200, mode: "both", seed: 1, localize: 20, demo: 20, planner: "bfs",
-		threshold: plan.DefaultThreshold, minProb: plan.DefaultMinProb, prior: "stationary", goalMass: plan.DefaultGoalMass,
-		arriveMass: plan.DefaultArriveMass, preset: experiment.PlanPresets[0]}
+	d := experiment.DefaultPlanEval()
+	return planOptions{pairs: d.Pairs, mode: "both", seed: d.Seed, localize: d.LocalizeSteps, demo: d.DemoSteps, planner: "bfs",
+		threshold: d.Plan.Threshold, minProb: d.Plan.MinProb, prior: "stationary", goalMass: d.GoalMass, arriveMass: d.ArriveMass}
 }
 
 func runPlan(args []string) error {
@@ -61,7 +59,7 @@ func runPlan(args []string) error {
 	}
 	writePlanTable(stdout, rep)
 	if o.jsonPath != "" {
-		if err := writePlanJSON(o.jsonPath, rep); err != nil {
+		if err := experiment.WritePlanReport(o.jsonPath, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
@@ -110,15 +108,11 @@ func planFlags(o *planOptions) *flag.FlagSet {
 const planFigureTrials = 6
 
 // planRun checks the options, loads the map and runs the closed-loop
-// evaluation (with o.preset's changes): everything "gradcscg plan" does but print
-// and write it.
+// evaluation: everything "gradcscg plan" does but print and write it.
 func planRun(o *planOptions) (*planReport, error) {
 	cfg, err := o.evalConfig()
 	if err != nil {
 		return nil, err
-	}
-	if o.preset.Soft {
-		o.obs = "soft" // the observations' label
 	}
 	setup, err := o.load()
 	if err != nil {
@@ -128,7 +122,7 @@ func planRun(o *planOptions) (*planReport, error) {
 	if o.quiet {
 		out = nil
 	}
-	noise := o.preset.Apply(&cfg, o.chooseNoise(setup, cfg.Filter.Soft))
+	noise := o.chooseNoise(setup, cfg.Filter.Soft)
 	cfg.Trace = o.figure != ""
 	rep, err := experiment.Plan(setup, cfg, noise, out)
 	if err != nil || o.figure == "" {
@@ -155,31 +149,6 @@ func (o *planOptions) chooseNoise(setup *experiment.PlanSetup, soft bool) string
 		return experiment.NoiseRate
 	}
 	return experiment.DefaultNoise(setup, soft) // --noise not given
-}
-
-// writePlanJSON writes the report, with every trial, as indented JSON.
-func writePlanJSON(path string, rep *planReport) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(b, '\n'))
-}
-
-// readPlanJSON reads a report written by writePlanJSON.
-func readPlanJSON(path string) (*planReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var rep planReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if rep.Report == nil || len(rep.Modes) == 0 {
-		return nil, fmt.Errorf("%s: not a planning report (no modes)", path)
-	}
-	return &rep, nil
 }
 
 // evalConfig checks the flags and turns them into a plan.EvalConfig.

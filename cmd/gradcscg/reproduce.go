@@ -1,31 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
-	"strings"
-	"time"
+	"os/signal"
+	"syscall"
 
-	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 func init() {
 	register("reproduce", "run a suite of seeds × environments × trainers and write result tables", runReproduce)
-}
-
-// suites lists the environments of each reproducible suite.
-var suites = map[string][]string{
-	// Paper Section 5.1 / issue 2: the four benchmarks and the three Figure 3 demonstrations.
-	"symbolic": {"aliased", "corridors", "room", "two_rooms", "square", "uniform_interior", "three_rooms"},
-	// The original CSCG's Figure 2 cases (George et al. 2021).
-	"cscg": {"cscg_rectangular", "cscg_empty", "cscg_stitched", "cscg_maze5", "cscg_cliques"},
-	// Issue 18's bigger worlds: 100 to 365 places, 16 to 64 places per class.
-	"bigger": {"big_room", "tiled", "four_rooms"},
 }
 
 func runReproduce(args []string) error {
@@ -50,216 +39,85 @@ func runReproduce(args []string) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
 	}
-	if *suite == "images" || *suite == "ablation" || *suite == "plan" || *suite == "stress" {
-		envs := imageBenchmarks
-		if *envsFlag != "" {
-			envs = strings.Split(*envsFlag, ",")
+	var progress io.Writer = stderr
+	if *quiet {
+		progress = nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	envs := splitList(*envsFlag)
+	for _, e := range envs {
+		if _, err := gridworld.Named(e); err != nil {
+			return fmt.Errorf("--envs: %w", err)
 		}
-		if *suite == "stress" {
-			capSeeds := 0
-			fset.Visit(func(f *flag.Flag) {
-				if f.Name == "seeds" {
-					capSeeds = *seeds
-				}
-			})
-			return reproduceStress(envs, capSeeds, *runs, *out, *collect, *force, *quiet)
-		}
-		if *dataset != "mnist" && *dataset != "fashion" {
-			return fmt.Errorf("--dataset %q: must be mnist or fashion", *dataset)
-		}
-		if *suite == "plan" {
-			archs := []string{*arch}
-			switch *arch {
-			case "conv", "mlp":
-			case "all":
-				archs = []string{"conv", "mlp"}
-			default:
-				return fmt.Errorf("--arch %q: must be conv, mlp or all", *arch)
-			}
-			if *pairs < 1 {
-				return fmt.Errorf("--pairs %d: need at least 1", *pairs)
-			}
-			preset, err := experiment.LookupPlanPreset(*variantFlag)
-			if err != nil {
-				return flagNamed(err, map[string]string{"preset": "--variant"})
-			}
-			return reproducePlan(envs, *dataset, archs, *seeds, *pairs, *runs, *out, preset, *collect, *force, *quiet)
-		}
+	}
+	var table, path string
+	var err error
+	switch *suite {
+	case "images":
 		if *arch != "conv" && *arch != "mlp" {
 			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)
 		}
-		if *suite == "ablation" {
-			if *envsFlag == "" {
-				envs = []string{"aliased", "two_rooms"}
-			}
-			return reproduceAblation(envs, *dataset, *arch, *seeds, *runs, *out, *collect, *quiet)
+		s := experiment.ImageSuite{Envs: envs, Dataset: *dataset, Arch: *arch, Seeds: *seeds, Runs: *runs, Out: *out,
+			Collect: *collect, Progress: progress}
+		var t4 string
+		table, t4, err = experiment.RunImageSuite(ctx, s, stderr)
+		if table != "" {
+			fmt.Fprint(stdout, table, "\n", t4)
 		}
-		return reproduceImages(envs, *dataset, *arch, *seeds, *runs, *out, *collect, *quiet)
-	}
-	envs, ok := suites[*suite]
-	if !ok {
-		return fmt.Errorf("--suite %q: must be symbolic, cscg, bigger, images, ablation, plan or stress", *suite)
-	}
-	if *envsFlag != "" {
-		envs = strings.Split(*envsFlag, ",")
-	}
-	trs := strings.Split(*trainers, ",")
-	for _, tr := range trs {
-		if tr != "gradient" && tr != "em" {
-			return fmt.Errorf("--trainers: %q must be gradient or em", tr)
+		return suiteError(err)
+	case "ablation":
+		if *arch != "conv" && *arch != "mlp" {
+			return fmt.Errorf("--arch %q: must be conv or mlp", *arch)
 		}
+		table, path, err = experiment.RunAblationSuite(ctx, experiment.AblationSuite{Envs: envs, Dataset: *dataset, Arch: *arch,
+			Seeds: *seeds, Runs: *runs, Out: *out, Collect: *collect, Progress: progress}, stderr)
+	case "stress":
+		capSeeds := 0 // the configurations' own seeds unless --seeds is given
+		if flagGiven(fset, "seeds") {
+			capSeeds = *seeds
+		}
+		table, path, err = experiment.RunStressSuite(ctx, experiment.StressSuite{Envs: envs, Seeds: capSeeds, Runs: *runs, Out: *out,
+			Collect: *collect, Force: *force, Progress: progress}, stderr)
+	case "plan":
+		archs := []string{*arch}
+		switch *arch {
+		case "conv", "mlp":
+		case "all":
+			archs = []string{"conv", "mlp"}
+		default:
+			return fmt.Errorf("--arch %q: must be conv, mlp or all", *arch)
+		}
+		if *pairs < 1 {
+			return fmt.Errorf("--pairs %d: need at least 1", *pairs)
+		}
+		preset, perr := experiment.LookupPlanPreset(*variantFlag)
+		if perr != nil {
+			return flagNamed(perr, map[string]string{"preset": "--variant"})
+		}
+		table, path, err = experiment.RunPlanSuite(experiment.PlanSuite{Envs: envs, Dataset: *dataset, Archs: archs, Seeds: *seeds,
+			Pairs: *pairs, Preset: preset, Runs: *runs, Out: *out, Collect: *collect, Force: *force, Progress: progress}, stderr)
+	default:
+		if _, ok := experiment.SymbolicSuites[*suite]; !ok {
+			return fmt.Errorf("--suite %q: must be symbolic, cscg, bigger, images, ablation, plan or stress", *suite)
+		}
+		table, path, err = experiment.RunSymbolicSuite(experiment.SymbolicSuite{Name: *suite, Envs: envs,
+			Trainers: splitList(*trainers), Seeds: *seeds, Restarts: *restarts, Out: *out, Force: *force, Collect: *collect,
+			Progress: progress}, stderr)
 	}
-	if *seeds < 1 {
-		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
+	if table != "" {
+		fmt.Fprint(stdout, table)
+		fmt.Fprintf(stderr, "table written to %s\n", path)
 	}
-	dir := filepath.Join(*out, *suite)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return suiteError(err)
+}
+
+// suiteError names the flag behind a suite's field error and says how to resume an
+// interrupted suite.
+func suiteError(err error) error {
+	if errors.Is(err, experiment.ErrInterrupted) {
 		return err
 	}
-	total := len(envs) * len(trs) * *seeds
-	groups := map[string][]*evaluate.Report{}
-	var order []string
-	done := 0
-	t0 := time.Now()
-	for _, env := range envs {
-		for _, tr := range trs {
-			key := env + "/" + tr
-			order = append(order, key)
-			for seed := 1; seed <= *seeds; seed++ {
-				path := filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed))
-				var rep *evaluate.Report
-				if !*force {
-					r, err := evaluate.ReadJSON(path)
-					switch {
-					case err == nil:
-						rep = r
-					case errors.Is(err, fs.ErrNotExist):
-					default:
-						fmt.Fprintf(stderr, "re-running %s: %v\n", path, err)
-					}
-				}
-				if rep == nil && *collect {
-					continue
-				}
-				if rep == nil {
-					rs := *restarts // EM's; the gradient rows train one start
-					if tr != "em" {
-						rs = 1
-					}
-					r, err := symbolicRun(symbolicOptions{env: env, trainer: tr, seed: uint64(seed), pseudocount: -1, restarts: rs, quiet: *quiet})
-					if err != nil {
-						return fmt.Errorf("%s seed %d: %w", key, seed, err)
-					}
-					if err := r.WriteJSON(path); err != nil {
-						return err
-					}
-					rep = r
-				}
-				done++
-				if *collect {
-					groups[key] = append(groups[key], rep)
-					continue
-				}
-				el := time.Since(t0)
-				fmt.Fprintf(stderr, "[%d/%d] %-16s %-8s seed %d  F1 %.3f  purity %.3f  action %.3f  %.1fs  (elapsed %s)\n",
-					done, total, env, tr, seed, rep.ViterbiMap.F1, rep.StatePlacePurity, rep.ActionAccuracy,
-					rep.Seconds["total"], el.Round(time.Second))
-				groups[key] = append(groups[key], rep)
-			}
-		}
-	}
-	// The table covers the whole suite: a run of a subset (--envs, --trainers) adds its
-	// rows to the reports already in dir instead of replacing the table with them.
-	order, groups = suiteReports(dir, suites[*suite], *seeds, order, groups)
-	md := symbolicTable(*suite, order, groups)
-	path := filepath.Join(*out, *suite+".md")
-	if err := writeFileAtomic(path, []byte(md)); err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, md)
-	fmt.Fprintf(stderr, "table written to %s\n", path)
-	return nil
-}
-
-// suiteReports adds to groups (keyed env/trainer, in order) the reports of seeds 1..seeds
-// that exist in dir for every environment of the suite and both trainers, and returns the
-// combined row order: the suite's environments first, then any others already in order.
-func suiteReports(dir string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
-	var all []string
-	seen := map[string]bool{}
-	for _, env := range envs {
-		for _, tr := range []string{"gradient", "em"} {
-			key := env + "/" + tr
-			all, seen[key] = append(all, key), true
-			if len(groups[key]) > 0 {
-				continue // this invocation ran or read them
-			}
-			for seed := 1; seed <= seeds; seed++ {
-				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed)))
-				if err == nil {
-					groups[key] = append(groups[key], r)
-				}
-			}
-		}
-	}
-	for _, key := range order {
-		if !seen[key] {
-			all = append(all, key)
-		}
-	}
-	return all, groups
-}
-
-// resolvedCount is how many of rs the label-free verdict calls resolved ("–" when none
-// has a verdict: reports written before it).
-func resolvedCount(rs []*evaluate.Report) string {
-	n, judged := 0, 0
-	for _, r := range rs {
-		if r.Diagnosis != nil && r.Diagnosis.Verdict != nil {
-			judged++
-			if r.Diagnosis.Verdict.Resolved {
-				n++
-			}
-		}
-	}
-	if judged == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%d/%d", n, judged)
-}
-
-// symbolicTable renders mean ± s.d. over seeds, one row per environment and trainer.
-func symbolicTable(suite string, order []string, groups map[string][]*evaluate.Report) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Suite %q: held-out symbolic evaluation (mean ± s.d. over seeds)\n\n", suite)
-	fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite %s`. Viterbi-path map at cutoff f = 0.002; purity is visit-weighted state→place purity.\n\n", suite)
-	// The label-free verdict's column, when some report has one (reports written before
-	// it have none).
-	verdict := false
-	for _, rs := range groups {
-		verdict = verdict || resolvedCount(rs) != "–"
-	}
-	vh, vs := "", ""
-	if verdict {
-		vh, vs = " verdict: resolved |", "---|"
-	}
-	b.WriteString("| env | trainer | seeds | N | map recall | map F1 | state→place purity | clone purity | action acc. |" + vh + " seconds/run |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|" + vs + "---|\n")
-	for _, key := range order {
-		rs := groups[key]
-		if len(rs) == 0 {
-			continue
-		}
-		sum := evaluate.Aggregate(rs)
-		col := func(metric string, prec int) string { return sum.Format(metric, prec) }
-		env, tr, _ := strings.Cut(key, "/")
-		vc := ""
-		if verdict {
-			vc = " " + resolvedCount(rs) + " |"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |%s %s |\n", env, tr, len(rs), rs[0].NumStates,
-			col("viterbi_map.recall", 2), col("viterbi_map.f1", 3), col("state_place_purity", 3),
-			col("clone_purity", 3), col("action_accuracy", 3), vc, col("seconds.total", 1))
-	}
-	return b.String()
+	return flagNamed(err, map[string]string{"trainer": "--trainers", "Seeds": "--seeds", "Restarts": "--restarts",
+		"Dataset": "--dataset", "Arch": "--arch", "Pairs": "--pairs"})
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
-	"github.com/gradcscg/gradcscg/pkg/plan"
 )
 
 // TestReproducePlanCollect: "reproduce --suite plan --collect" tabulates the planning
@@ -162,44 +161,33 @@ func TestReproducePlanVariant(t *testing.T) {
 	oneCleanError(t, errOut, `--variant "sideways": must be one of default, uniform-noise, soft, no-look, previous`)
 }
 
-// TestPresetFlags: every plan preset plans exactly as the flags the plan table names
-// for it (presetFlags), on an image run and a symbolic model.
+// TestPresetFlags: the plan suite plans every preset (experiment.DefaultPlanEval with
+// the preset applied) exactly as "gradcscg plan" does with the flags the plan table
+// names for it (PlanPreset.Flags), on an image run and a symbolic model.
 func TestPresetFlags(t *testing.T) {
 	for _, p := range experiment.PlanPresets {
 		for _, setup := range []*experiment.PlanSetup{{Dataset: "mnist"}, {Dataset: "symbolic"}} {
 			if p.Soft && setup.Dataset == "symbolic" {
 				continue // soft emissions need an image run
 			}
-			planWith := func(o planOptions) (plan.EvalConfig, string, string) {
-				t.Helper()
-				o.run = "runs/x"
-				cfg, err := o.evalConfig()
-				if err != nil {
-					t.Fatalf("%s: %v", p.Name, err)
-				}
-				if o.preset.Soft {
-					o.obs = "soft"
-				}
-				noise := o.preset.Apply(&cfg, o.chooseNoise(setup, cfg.Filter.Soft))
-				return cfg, noise, o.obs
-			}
-			byPreset := defaultPlanOptions()
-			byPreset.preset = p
+			suite := experiment.DefaultPlanEval()
+			suiteNoise := p.Apply(&suite, experiment.DefaultNoise(setup, suite.Filter.Soft))
 			byFlags := defaultPlanOptions()
-			if f := presetFlags(p); f != "" {
-				if err := parseFlags(planFlags(&byFlags), strings.Fields(f)); err != nil {
-					t.Fatalf("%s: flags %q: %v", p.Name, f, err)
-				}
+			if err := parseFlags(planFlags(&byFlags), append([]string{"--run", "runs/x"}, strings.Fields(p.Flags())...)); err != nil {
+				t.Fatalf("%s: flags %q: %v", p.Name, p.Flags(), err)
 			}
-			c1, n1, o1 := planWith(byPreset)
-			c2, n2, o2 := planWith(byFlags)
-			if !reflect.DeepEqual(c1, c2) || n1 != n2 || o1 != o2 {
-				t.Errorf("%s on %s: preset plans with %+v, noise %q, obs %q; its flags %q with %+v, noise %q, obs %q",
-					p.Name, setup.Dataset, c1, n1, o1, presetFlags(p), c2, n2, o2)
+			cfg, err := byFlags.evalConfig()
+			if err != nil {
+				t.Fatalf("%s: %v", p.Name, err)
+			}
+			noise := byFlags.chooseNoise(setup, cfg.Filter.Soft)
+			if !reflect.DeepEqual(suite, cfg) || suiteNoise != noise || suite.Filter.Soft != (byFlags.obs == "soft") {
+				t.Errorf("%s on %s: the suite plans with %+v, noise %q; its flags %q with %+v, noise %q, obs %q",
+					p.Name, setup.Dataset, suite, suiteNoise, p.Flags(), cfg, noise, byFlags.obs)
 			}
 		}
 	}
-	if got := presetFlags(experiment.PlanPresets[4]); got != "--noise auto --arrive-mass 1e-9" {
+	if got := experiment.PlanPresets[4].Flags(); got != "--noise auto --arrive-mass 1e-9" {
 		t.Errorf("previous: flags %q", got)
 	}
 }

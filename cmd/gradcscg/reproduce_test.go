@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gradcscg/gradcscg/pkg/chmm"
-	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
 // TestReproduceSubsetKeepsTable: a run of a subset of the symbolic suite (--envs,
@@ -160,32 +157,5 @@ func TestReproduceAblationCollect(t *testing.T) {
 	entries, _ := os.ReadDir(runs)
 	if len(entries) != 1 {
 		t.Errorf("--collect created run directories: %d entries in %s", len(entries), runs)
-	}
-}
-
-// TestSymbolicTableVerdict: the verdict column appears when some report has a verdict,
-// counting the resolved ones, and shows "–" for a row without one.
-func TestSymbolicTableVerdict(t *testing.T) {
-	judged := func(ok bool) *evaluate.Report {
-		return &evaluate.Report{NumStates: 7, Diagnosis: &chmm.Diagnosis{Verdict: &chmm.Verdict{Resolved: ok}}}
-	}
-	order := []string{"tiled/em", "tiled/gradient"}
-	md := symbolicTable("bigger", order, map[string][]*evaluate.Report{
-		"tiled/em":       {judged(true), judged(false), judged(true)},
-		"tiled/gradient": {{NumStates: 7}},
-	})
-	for _, want := range []string{"| action acc. | verdict: resolved | seconds/run |", "| tiled | em | 3 | 7 |", "| 2/3 |", "| tiled | gradient | 1 | 7 |"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("table lacks %q:\n%s", want, md)
-		}
-	}
-	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "| tiled | gradient |") && !strings.Contains(line, "| – |") {
-			t.Errorf("the row without a verdict does not show –: %s", line)
-		}
-	}
-	plain := symbolicTable("symbolic", order[1:], map[string][]*evaluate.Report{"tiled/gradient": {{NumStates: 7}}})
-	if strings.Contains(plain, "verdict") {
-		t.Errorf("a table without verdicts has the column:\n%s", plain)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
 
@@ -42,7 +43,7 @@ func TestTrainBadInput(t *testing.T) {
 }
 
 // TestTrainConfigFlags: flags override the defaults, and the default run directory
-// names the ablations.
+// names the ablations and the joint iterations (--joint-iters 5).
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
 		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1,
@@ -57,12 +58,12 @@ func TestTrainConfigFlags(t *testing.T) {
 		!cfg.FreezeVQVAE || !cfg.NoLengthNorm || cfg.Steps != ci.Steps || cfg.Episodes != ci.Episodes {
 		t.Errorf("config %+v", cfg)
 	}
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_frozen_nolennorm_nodiv"; got != want {
+	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_frozen_nolennorm_nodiv_joint5"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
 	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.Tau, cfg.AlphaDiv = false, false, 1, 0.1
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1"; got != want {
+	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_joint5"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 	// The MLP's default is every frame with gradients; a subset and no collapse
@@ -71,24 +72,24 @@ func TestTrainConfigFlags(t *testing.T) {
 		t.Errorf("MLP GradFrames = %d, want 0 (every frame)", cfg.GradFrames)
 	}
 	cfg.GradFrames, cfg.CollapseLevel = 256, 0
-	if got, want := runName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad256_cl0"; got != want {
+	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad256_cl0_joint5"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 	// --arch sets the architecture's defaults before the flags that override them.
 	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
 		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
 	o.set = newFlagSet("train", "")
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || runName(cfg) != "aliased_mnist_seed1_mlp" {
-		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, runName(cfg), err)
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp" {
+		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
 	}
 	o.gradFrames, o.arch = 128, "conv"
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 128 || runName(cfg) != "aliased_mnist_seed1_grad128" {
-		t.Errorf("--arch conv --grad-frames 128: grad_frames %d, name %q, err %v", cfg.GradFrames, runName(cfg), err)
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 128 || experiment.RunName(cfg) != "aliased_mnist_seed1_grad128" {
+		t.Errorf("--arch conv --grad-frames 128: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
 	}
 	// --size smoke: seconds, named for its size.
 	o.gradFrames, o.arch, o.size = -1, "", "smoke"
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.Steps != 600 || runName(cfg) != "aliased_mnist_seed1_mlp_smoke" {
-		t.Errorf("--size smoke: steps %d, name %q, err %v", cfg.Steps, runName(cfg), err)
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.Steps != 600 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_smoke" {
+		t.Errorf("--size smoke: steps %d, name %q, err %v", cfg.Steps, experiment.RunName(cfg), err)
 	}
 }
 

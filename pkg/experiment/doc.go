@@ -18,7 +18,10 @@
 //     and notebook 07;
 //   - Size, the one size knob (full, ci, smoke) of pipelines, symbolic experiments and
 //     VQ-VAE studies, behind `gradcscg train --size` and the notebooks'
-//     GRADCSCG_NB_SIZE.
-//
-// Not yet here: the reproduction suites' loops and tables (cmd/gradcscg).
+//     GRADCSCG_NB_SIZE;
+//   - the reproduction suites, each a struct and one call that runs (or resumes, or
+//     with Collect only reads) its grid and writes its table: RunSymbolicSuite
+//     (symbolic, cscg, bigger), RunImageSuite (Tables 3 and 4), RunAblationSuite,
+//     RunStressSuite and RunPlanSuite, behind `gradcscg reproduce` and notebooks 01
+//     and 02, with the run directory names they share (RunName, ImageRun).
 package experiment

@@ -27,7 +27,7 @@ var Output = func(mime string, data []byte) {
 	if gonbui.IsNotebook {
 		switch mime {
 		case MIMEMarkdown:
-			gonbui.DisplayMarkdown(string(data))
+			gonbui.DisplayMarkdown(jupyterMarkdown(string(data)))
 		case MIMEPNG:
 			gonbui.DisplayPng(data)
 		default:
@@ -37,6 +37,11 @@ var Output = func(mime string, data []byte) {
 	}
 	writeText(Stdout, mime, data)
 }
+
+// jupyterMarkdown writes a pipe escaped for a table cell (`\|`, as in the result
+// tables' "H(token\|place)") as the entity &#124;: Jupyter's renderer splits table
+// cells at escaped pipes too.
+func jupyterMarkdown(md string) string { return strings.ReplaceAll(md, `\|`, "&#124;") }
 
 // Stdout is where Output writes outside a notebook.
 var Stdout io.Writer = os.Stdout

@@ -336,3 +336,13 @@ func TestHistoryJSON(t *testing.T) {
 		t.Errorf("history after the JSON round trip: %+v", got)
 	}
 }
+
+// TestJupyterMarkdown: an escaped pipe in a table cell becomes an entity, so Jupyter
+// keeps the cell whole; nothing else changes.
+func TestJupyterMarkdown(t *testing.T) {
+	in := "| env | H(token\\|place) |\n|---|---|\n| a | 0.1 |\n"
+	want := "| env | H(token&#124;place) |\n|---|---|\n| a | 0.1 |\n"
+	if got := jupyterMarkdown(in); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -112,7 +112,11 @@ func FinishedRun(name string) (string, bool) {
 // trained (or resumed) there; at CI size a smoke-sized run (experiment.SizeSmoke) is trained in
 // RunDir("nb_<env>_seed<seed>").
 func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
-	name := fmt.Sprintf("%s_mnist_seed%d", env, seed)
+	full, err := experiment.ImageRun(env, "mnist", "conv", int(seed))
+	if err != nil {
+		return nil, "", err
+	}
+	name := experiment.RunName(full)
 	dir, done := FinishedRun(name)
 	if done {
 		res, err := pipeline.LoadRun(dir)

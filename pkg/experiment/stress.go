@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"context"
@@ -8,30 +8,44 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
 
-// stressConfig is one configuration of the stress suite: architecture, dataset and the
-// number of seeds (1..Seeds) it runs on every image benchmark.
-type stressConfig struct {
+// StressConfig is one configuration of the stress suite: architecture, data set and
+// the number of seeds (1..Seeds) it runs on every image benchmark.
+type StressConfig struct {
 	Arch, Dataset string
 	Seeds         int
 }
 
-// stressConfigs is the stress suite (issue 13): the four image benchmarks with the
-// default configuration, conv and MLP on MNIST over seeds 1–5 and conv on
-// Fashion-MNIST over seeds 1–3. Its conv MNIST runs of seeds 1–3 are Table 3's.
-var stressConfigs = []stressConfig{
+// StressConfigs is the stress suite: the four image benchmarks with the default
+// configuration, conv and MLP on MNIST over seeds 1–5 and conv on Fashion-MNIST over
+// seeds 1–3. Its conv MNIST runs of seeds 1–3 are Table 3's.
+var StressConfigs = []StressConfig{
 	{"conv", "mnist", 5},
 	{"mlp", "mnist", 5},
 	{"conv", "fashion", 3},
+}
+
+// StressSuite is the joint phase on every image benchmark over many seeds: does any
+// run diverge, fail or need the collapse response? Each run lives in Runs/RunName, its
+// report is copied to Out/stress/<name>.json (a run that ends in an error leaves
+// <name>.failed with the error, a result the table counts) and the table is
+// Out/stress.md.
+type StressSuite struct {
+	Envs     []string  // nil: ImageBenchmarks
+	Seeds    int       // > 0: caps every configuration's seeds
+	Runs     string    // run directories ("": runs)
+	Out      string    // results root ("": results)
+	Collect  bool      // train nothing: tabulate reports, failures and finished run directories
+	Force    bool      // retry runs whose report or failure exists
+	Progress io.Writer // each run's live progress (nil: none)
 }
 
 // stressRun is one run of the stress suite: its report, or the error that ended it.
@@ -41,24 +55,37 @@ type stressRun struct {
 	err  string
 }
 
-// reproduceStress runs (or loads) every run of the stress suite in runs/<name>, seed by
-// seed so that an interrupted suite has covered every configuration, copies each report
-// to <out>/stress/<name>.json (a run that ends in an error leaves <name>.failed with the
-// error, a result the table counts; --force retries it) and writes <out>/stress.md:
-// per configuration, failed runs, runs with a non-finite step, interventions, map
-// recall and F1. seeds > 0 caps every configuration's seeds.
-func reproduceStress(envs []string, seeds int, runs, out string, collect, force, quiet bool) error {
+// RunStressSuite runs (or loads) every run, seed by seed so that an interrupted suite
+// has covered every configuration, and writes the table: per configuration, failed
+// runs, runs with a non-finite step, interventions, map recall and F1. It returns the
+// table's markdown and path, and an error counting the failed runs if any failed. One
+// line per run goes to log (nil: none); a cancelled ctx returns ErrInterrupted.
+func RunStressSuite(ctx context.Context, s StressSuite, log io.Writer) (table, path string, err error) {
+	envs := s.Envs
+	if len(envs) == 0 {
+		envs = ImageBenchmarks
+	}
+	for _, e := range envs {
+		if _, err := pipeline.DefaultConfig(e); err != nil {
+			return "", "", err
+		}
+	}
+	runs, out := s.Runs, s.Out
+	if runs == "" {
+		runs = "runs"
+	}
+	if out == "" {
+		out = "results"
+	}
 	dir := filepath.Join(out, "stress")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return "", "", err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfgs := stressConfigs
-	if seeds > 0 {
+	cfgs := StressConfigs
+	if s.Seeds > 0 {
 		cfgs = nil
-		for _, c := range stressConfigs {
-			c.Seeds = min(c.Seeds, seeds)
+		for _, c := range StressConfigs {
+			c.Seeds = min(c.Seeds, s.Seeds)
 			cfgs = append(cfgs, c)
 		}
 	}
@@ -76,18 +103,16 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 				continue
 			}
 			for _, env := range envs {
-				cfg, err := pipeline.DefaultConfig(env)
+				cfg, err := ImageRun(env, c.Dataset, c.Arch, seed)
 				if err != nil {
-					return err
+					return "", "", err
 				}
-				cfg.Dataset, cfg.Seed = c.Dataset, uint64(seed)
-				cfg = cfg.WithArch(c.Arch)
-				name := runName(cfg)
-				sr, err := stressOne(ctx, cfg, name, filepath.Join(runs, name), dir, collect, force, quiet)
+				name := RunName(cfg)
+				sr, err := s.one(ctx, cfg, name, filepath.Join(runs, name), dir, log)
 				if err != nil {
-					return err
+					return "", "", err
 				}
-				if sr == nil { // --collect and not run yet
+				if sr == nil { // Collect, and not run yet
 					continue
 				}
 				key := stressKey(c, env)
@@ -95,7 +120,7 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 				done++
 				if sr.err != "" {
 					failed++
-					fmt.Fprintf(stderr, "[%d/%d] %s FAILED: %s (elapsed %s)\n", done, total, name, sr.err, time.Since(t0).Round(time.Second))
+					logf(log, "[%d/%d] %s FAILED: %s (elapsed %s)\n", done, total, name, sr.err, time.Since(t0).Round(time.Second))
 					continue
 				}
 				r := sr.rep
@@ -103,33 +128,31 @@ func reproduceStress(envs []string, seeds int, runs, out string, collect, force,
 				if g := r.JointGuard(); g != nil {
 					guard = fmt.Sprintf("interventions %d  skipped %d", len(g.Interventions), g.SkippedSteps)
 				}
-				fmt.Fprintf(stderr, "[%d/%d] %-28s recall %.2f F1 %.3f  %s  %.0fs  (elapsed %s)\n",
+				logf(log, "[%d/%d] %-28s recall %.2f F1 %.3f  %s  %.0fs  (elapsed %s)\n",
 					done, total, name, r.ViterbiMap.Recall, r.ViterbiMap.F1, guard, r.Seconds["total"], time.Since(t0).Round(time.Second))
 			}
 		}
 	}
-	md := stressTable(cfgs, envs, results, total)
-	path := filepath.Join(out, "stress.md")
-	if err := writeFileAtomic(path, []byte(md)); err != nil {
-		return err
+	table = stressTable(cfgs, envs, results, total)
+	path = filepath.Join(out, "stress.md")
+	if err := atomicfile.WriteFile(path, []byte(table)); err != nil {
+		return "", "", err
 	}
-	fmt.Fprint(stdout, md)
-	fmt.Fprintf(stderr, "table written to %s\n", path)
 	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (listed under the table)", failed, done)
+		return table, path, fmt.Errorf("%d of %d runs failed (listed under the table)", failed, done)
 	}
-	return nil
+	return table, path, nil
 }
 
-func stressKey(c stressConfig, env string) string { return c.Arch + "/" + c.Dataset + "/" + env }
+func stressKey(c StressConfig, env string) string { return c.Arch + "/" + c.Dataset + "/" + env }
 
-// stressOne loads or trains one run. A run that ends in an error (anything but an
-// interrupt) is a result: its error is written to <dir>/<name>.failed. With collect
+// one loads or trains one run. A run that ends in an error (anything but an
+// interrupt) is a result: its error is written to <dir>/<name>.failed. With Collect
 // nothing is trained: a finished run directory's report is taken, and it returns nil
 // for a run with neither report, failure nor finished directory.
-func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir string, collect, force, quiet bool) (*stressRun, error) {
+func (s StressSuite) one(ctx context.Context, cfg pipeline.Config, name, runDir, dir string, log io.Writer) (*stressRun, error) {
 	jsonPath, failPath := filepath.Join(dir, name+".json"), filepath.Join(dir, name+".failed")
-	if !force {
+	if !s.Force {
 		r, err := evaluate.ReadJSON(jsonPath)
 		switch {
 		case err == nil:
@@ -141,7 +164,7 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 			return &stressRun{name: name, err: strings.TrimSpace(string(b))}, nil
 		}
 	}
-	if collect { // a finished run directory counts; nothing is trained
+	if s.Collect { // a finished run directory counts; nothing is trained
 		res, err := pipeline.LoadRun(runDir)
 		if err != nil {
 			return nil, nil
@@ -151,18 +174,14 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 		}
 		return &stressRun{name: name, rep: res.Report}, nil
 	}
-	var progress io.Writer = stderr
-	if quiet {
-		progress = nil
-	}
-	fmt.Fprintf(stderr, "%s\n", name)
-	rep, err := pipeline.Run(ctx, runDir, cfg, progress)
+	logf(log, "%s\n", name)
+	rep, err := pipeline.Run(ctx, runDir, cfg, s.Progress)
 	if errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("interrupted: rerun the same command to resume")
+		return nil, ErrInterrupted
 	}
 	if err != nil {
 		msg := err.Error()
-		if werr := writeFileAtomic(failPath, []byte(msg+"\n")); werr != nil {
+		if werr := atomicfile.WriteFile(failPath, []byte(msg+"\n")); werr != nil {
 			return nil, werr
 		}
 		return &stressRun{name: name, err: msg}, nil
@@ -170,12 +189,12 @@ func stressOne(ctx context.Context, cfg pipeline.Config, name, runDir, dir strin
 	if err := rep.WriteJSON(jsonPath); err != nil {
 		return nil, err
 	}
-	os.Remove(failPath) // a retried run (--force) that now succeeds
+	os.Remove(failPath) // a retried run (Force) that now succeeds
 	return &stressRun{name: name, rep: rep}, nil
 }
 
 // stressTable renders the stress suite: one row per configuration and environment.
-func stressTable(cfgs []stressConfig, envs []string, results map[string][]stressRun, total int) string {
+func stressTable(cfgs []StressConfig, envs []string, results map[string][]stressRun, total int) string {
 	var b strings.Builder
 	b.WriteString("# Stress suite: the joint phase on every image benchmark, many seeds\n\n")
 	b.WriteString("Generated by `gradcscg reproduce --suite stress` (`make reproduce-stress`). Default configuration of each run " +

@@ -1,0 +1,72 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
+)
+
+// TestSymbolicTableVerdict: the verdict column appears when some report has a verdict,
+// counting the resolved ones, and shows "–" for a row without one.
+func TestSymbolicTableVerdict(t *testing.T) {
+	judged := func(ok bool) *evaluate.Report {
+		return &evaluate.Report{NumStates: 7, Diagnosis: &chmm.Diagnosis{Verdict: &chmm.Verdict{Resolved: ok}}}
+	}
+	order := []string{"tiled/em", "tiled/gradient"}
+	md := symbolicTable("bigger", order, map[string][]*evaluate.Report{
+		"tiled/em":       {judged(true), judged(false), judged(true)},
+		"tiled/gradient": {{NumStates: 7}},
+	})
+	for _, want := range []string{"| action acc. | verdict: resolved | seconds/run |", "| tiled | em | 3 | 7 |", "| 2/3 |", "| tiled | gradient | 1 | 7 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| tiled | gradient |") && !strings.Contains(line, "| – |") {
+			t.Errorf("the row without a verdict does not show –: %s", line)
+		}
+	}
+	plain := symbolicTable("symbolic", order[1:], map[string][]*evaluate.Report{"tiled/gradient": {{NumStates: 7}}})
+	if strings.Contains(plain, "verdict") {
+		t.Errorf("a table without verdicts has the column:\n%s", plain)
+	}
+}
+
+// TestRunName: the defaults name a run <env>_<dataset>_seed<N>, and every setting that
+// differs from them, joint iterations included, changes the name.
+func TestRunName(t *testing.T) {
+	cfg, err := ImageRun("aliased", "mnist", "conv", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := RunName(cfg); got != "aliased_mnist_seed1" {
+		t.Errorf("defaults: %q", got)
+	}
+	seen := map[string]string{"aliased_mnist_seed1": "defaults"}
+	for _, c := range []struct {
+		what   string
+		change func(*pipeline.Config)
+		want   string
+	}{
+		{"joint iterations", func(c *pipeline.Config) { c.JointIters = 1000 }, "aliased_mnist_seed1_joint1000"},
+		{"λ", func(c *pipeline.Config) { c.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
+		{"τ", func(c *pipeline.Config) { c.Tau = 1 }, "aliased_mnist_seed1_tau1"},
+		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
+		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},
+	} {
+		c2 := cfg
+		c.change(&c2)
+		got := RunName(c2)
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, got, c.want)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%s and %s share the name %q", c.what, prev, got)
+		}
+		seen[got] = c.what
+	}
+}

@@ -1,0 +1,255 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+)
+
+// SymbolicSuites are the environments of each symbolic reproduction suite.
+var SymbolicSuites = map[string][]string{
+	// Paper Section 5.1: the four benchmarks and the three Figure 3 demonstrations.
+	"symbolic": {"aliased", "corridors", "room", "two_rooms", "square", "uniform_interior", "three_rooms"},
+	// The original CSCG's Figure 2 cases (George et al. 2021).
+	"cscg": {"cscg_rectangular", "cscg_empty", "cscg_stitched", "cscg_maze5", "cscg_cliques"},
+	// Bigger worlds: 100 to 365 places, 16 to 64 places per class.
+	"bigger": {"big_room", "tiled", "four_rooms"},
+}
+
+// SymbolicSuite is a grid of symbolic experiments (RunSymbolic with each environment's
+// defaults): Envs × Trainers × seeds 1..Seeds, one JSON report per run in
+// Out/<Name>/<env>_<trainer>_seed<N>.json and the table in Out/<Name>.md (or in
+// Tables). A run whose
+// report exists is read, not re-run (unless Force).
+type SymbolicSuite struct {
+	Name     string    // a key of SymbolicSuites
+	Envs     []string  // a subset of the suite's environments (nil: all of them)
+	Trainers []string  // "gradient", "em" (nil: both)
+	Seeds    int       // seeds 1..Seeds; at least 1
+	Restarts int       // EM's initialisations per run (0: 3); gradient runs train one start
+	Out      string    // results root ("": results)
+	Tables   string    // where the table goes ("": Out)
+	Force    bool      // re-run runs whose report exists
+	Collect  bool      // train nothing: tabulate the reports that exist
+	Progress io.Writer // each run's training progress (nil: none)
+}
+
+// RunSymbolicSuite runs (or collects) the suite and writes its table, which covers
+// every report of the whole suite in Out, so a run of a subset (Envs, Trainers) adds
+// rows instead of replacing the table. It returns the table's markdown and path; one
+// line per run goes to log (nil: none).
+func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err error) {
+	all, ok := SymbolicSuites[s.Name]
+	if !ok {
+		return "", "", fmt.Errorf("suite %q: must be symbolic, cscg or bigger", s.Name)
+	}
+	envs, trs := s.Envs, s.Trainers
+	if len(envs) == 0 {
+		envs = all
+	}
+	for _, e := range envs {
+		if _, err := gridworld.Named(e); err != nil {
+			return "", "", err
+		}
+	}
+	if len(trs) == 0 {
+		trs = []string{"gradient", "em"}
+	}
+	for _, tr := range trs {
+		if tr != "gradient" && tr != "em" {
+			return "", "", &FieldError{"trainer", fmt.Sprintf("%q", tr), "must be gradient or em"}
+		}
+	}
+	if s.Seeds < 1 {
+		return "", "", &FieldError{"Seeds", s.Seeds, "need at least 1"}
+	}
+	restarts := s.Restarts
+	if restarts == 0 {
+		restarts = 3
+	}
+	if restarts < 1 {
+		return "", "", &FieldError{"Restarts", s.Restarts, "need at least 1"}
+	}
+	root := s.Out
+	if root == "" {
+		root = "results"
+	}
+	dir := filepath.Join(root, s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	total := len(envs) * len(trs) * s.Seeds
+	groups := map[string][]*evaluate.Report{}
+	var order []string
+	done := 0
+	t0 := time.Now()
+	for _, env := range envs {
+		for _, tr := range trs {
+			key := env + "/" + tr
+			order = append(order, key)
+			for seed := 1; seed <= s.Seeds; seed++ {
+				path := filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed))
+				var rep *evaluate.Report
+				if !s.Force {
+					r, err := evaluate.ReadJSON(path)
+					switch {
+					case err == nil:
+						rep = r
+					case errors.Is(err, fs.ErrNotExist):
+					default:
+						logf(log, "re-running %s: %v\n", path, err)
+					}
+				}
+				if rep == nil && s.Collect {
+					continue
+				}
+				if rep == nil {
+					if rep, err = symbolicSuiteRun(env, tr, seed, restarts, s.Progress); err != nil {
+						return "", "", fmt.Errorf("%s seed %d: %w", key, seed, err)
+					}
+					if err := rep.WriteJSON(path); err != nil {
+						return "", "", err
+					}
+				}
+				done++
+				groups[key] = append(groups[key], rep)
+				if !s.Collect {
+					logf(log, "[%d/%d] %-16s %-8s seed %d  F1 %.3f  purity %.3f  action %.3f  %.1fs  (elapsed %s)\n",
+						done, total, env, tr, seed, rep.ViterbiMap.F1, rep.StatePlacePurity, rep.ActionAccuracy,
+						rep.Seconds["total"], time.Since(t0).Round(time.Second))
+				}
+			}
+		}
+	}
+	order, groups = suiteReports(dir, all, s.Seeds, order, groups)
+	table = symbolicTable(s.Name, order, groups)
+	if s.Tables != "" {
+		root = s.Tables
+	}
+	path = filepath.Join(root, s.Name+".md")
+	if err := atomicfile.WriteFile(path, []byte(table)); err != nil {
+		return "", "", err
+	}
+	return table, path, nil
+}
+
+// symbolicSuiteRun is one run of a symbolic suite: the environment's defaults, the
+// seed, and restarts starts for EM (one for gradient).
+func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.Writer) (*evaluate.Report, error) {
+	env, err := gridworld.Named(envName)
+	if err != nil {
+		return nil, err
+	}
+	s, err := DefaultSymbolic(env, trainer)
+	if err != nil {
+		return nil, err
+	}
+	s.Seed, s.Init, s.Restarts = uint64(seed), InitUniform, restarts
+	if trainer != "em" {
+		s.Restarts = 1
+	}
+	run, err := RunSymbolic(s, nil, progress)
+	if err != nil {
+		return nil, err
+	}
+	return run.Report, nil
+}
+
+// logf writes a line to log unless it is nil.
+func logf(log io.Writer, format string, args ...any) {
+	if log != nil {
+		fmt.Fprintf(log, format, args...)
+	}
+}
+
+// suiteReports adds to groups (keyed env/trainer, in order) the reports of seeds 1..seeds
+// that exist in dir for every environment of the suite and both trainers, and returns the
+// combined row order: the suite's environments first, then any others already in order.
+func suiteReports(dir string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
+	var all []string
+	seen := map[string]bool{}
+	for _, env := range envs {
+		for _, tr := range []string{"gradient", "em"} {
+			key := env + "/" + tr
+			all, seen[key] = append(all, key), true
+			if len(groups[key]) > 0 {
+				continue // this invocation ran or read them
+			}
+			for seed := 1; seed <= seeds; seed++ {
+				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed)))
+				if err == nil {
+					groups[key] = append(groups[key], r)
+				}
+			}
+		}
+	}
+	for _, key := range order {
+		if !seen[key] {
+			all = append(all, key)
+		}
+	}
+	return all, groups
+}
+
+// resolvedCount is how many of rs the label-free verdict calls resolved ("–" when none
+// has a verdict: reports written before it).
+func resolvedCount(rs []*evaluate.Report) string {
+	n, judged := 0, 0
+	for _, r := range rs {
+		if r.Diagnosis != nil && r.Diagnosis.Verdict != nil {
+			judged++
+			if r.Diagnosis.Verdict.Resolved {
+				n++
+			}
+		}
+	}
+	if judged == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d/%d", n, judged)
+}
+
+// symbolicTable renders mean ± s.d. over seeds, one row per environment and trainer.
+func symbolicTable(suite string, order []string, groups map[string][]*evaluate.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Suite %q: held-out symbolic evaluation (mean ± s.d. over seeds)\n\n", suite)
+	fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite %s`. Viterbi-path map at cutoff f = 0.002; purity is visit-weighted state→place purity.\n\n", suite)
+	// The label-free verdict's column, when some report has one (reports written before
+	// it have none).
+	verdict := false
+	for _, rs := range groups {
+		verdict = verdict || resolvedCount(rs) != "–"
+	}
+	vh, vs := "", ""
+	if verdict {
+		vh, vs = " verdict: resolved |", "---|"
+	}
+	b.WriteString("| env | trainer | seeds | N | map recall | map F1 | state→place purity | clone purity | action acc. |" + vh + " seconds/run |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|" + vs + "---|\n")
+	for _, key := range order {
+		rs := groups[key]
+		if len(rs) == 0 {
+			continue
+		}
+		sum := evaluate.Aggregate(rs)
+		col := func(metric string, prec int) string { return sum.Format(metric, prec) }
+		env, tr, _ := strings.Cut(key, "/")
+		vc := ""
+		if verdict {
+			vc = " " + resolvedCount(rs) + " |"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |%s %s |\n", env, tr, len(rs), rs[0].NumStates,
+			col("viterbi_map.recall", 2), col("viterbi_map.f1", 3), col("state_place_purity", 3),
+			col("clone_purity", 3), col("action_accuracy", 3), vc, col("seconds.total", 1))
+	}
+	return b.String()
+}
