@@ -126,7 +126,7 @@ func TestFiguresFromRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Arch = "mlp"
+	cfg.VQVAE.Arch = "mlp"
 	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 1, 600, 600
 	cfg.WarmupEpochs, cfg.WarmupBatch, cfg.RecenterFrames = 1, 64, 600
 	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 4, 32, 2, 2

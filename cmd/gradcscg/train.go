@@ -14,6 +14,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 func init() {
@@ -167,7 +168,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	switch {
 	case o.arch != "" && o.config != "":
-		cfg.Arch = o.arch // the file's settings stay the user's
+		cfg.VQVAE.Arch = vqvae.Arch(o.arch) // the file's settings stay the user's
 	case o.arch != "":
 		cfg = cfg.WithArch(o.arch) // before the overrides: it sets arch-dependent defaults
 	}
@@ -175,7 +176,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.GradFrames, o.gradFrames)
 	override(&cfg.CollapseLevel, o.collapseLevel)
 	override(&cfg.Lambda, o.lambda)
-	override(&cfg.Tau, o.tau)
+	override(&cfg.VQVAE.Tau, o.tau)
 	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
 	override(&cfg.FinalPrune, o.finalPrune)
 	override(&cfg.Jitter, o.jitter)
@@ -184,7 +185,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	cfg.FreezeVQVAE = cfg.FreezeVQVAE || o.freeze
 	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
-	cfg.SupervisedWarmup = cfg.SupervisedWarmup || o.supervised
+	cfg.VQVAE.Classify = cfg.VQVAE.Classify || o.supervised
 	return cfg, cfg.Validate()
 }
 
@@ -192,7 +193,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 // tokens × the larger clone budget, every training step) and the joint batch's
 // activations (a generous 1 MB per frame for the conv VQ-VAE's forward and backward).
 func trainBytes(cfg pipeline.Config) float64 {
-	n := 1 + cfg.K*max(cfg.Clones, cfg.FinalClones)
+	n := 1 + cfg.VQVAE.K*max(cfg.Clones, cfg.FinalClones)
 	steps := cfg.Episodes * cfg.Steps
 	return hmmBytes(n, 4, steps) + 48*float64(steps) + 1e6*float64(cfg.JointBatch*cfg.ChunkLen)
 }

@@ -62,7 +62,7 @@ func TestTrainConfigFlags(t *testing.T) {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
 	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
-	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.Tau, cfg.AlphaDiv = false, false, 1, 0.1
+	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.VQVAE.Tau, cfg.AlphaDiv = false, false, 1, 0.1
 	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_joint5"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}

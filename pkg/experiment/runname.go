@@ -27,12 +27,13 @@ func ImageRun(env, dataset, arch string, seed int) (pipeline.Config, error) {
 // default (a run directory refuses a config other than its own).
 func RunName(cfg pipeline.Config) string {
 	name := fmt.Sprintf("%s_%s_seed%d", cfg.Env, cfg.Dataset, cfg.Seed)
-	if cfg.Arch != "conv" {
-		name += "_" + cfg.Arch
+	arch := string(cfg.VQVAE.Arch)
+	if arch != "conv" {
+		name += "_" + arch
 	}
 	d, err := pipeline.DefaultConfig(cfg.Env)
 	known := err == nil
-	d = d.WithArch(cfg.Arch)
+	d = d.WithArch(arch)
 	for _, z := range []Size{SizeCI, SizeSmoke} {
 		if r := z.Pipeline(d); known && cfg.Steps == r.Steps && cfg.Episodes == r.Episodes {
 			name += "_" + string(z)
@@ -49,17 +50,26 @@ func RunName(cfg pipeline.Config) string {
 	if cfg.AlphaDiv == 0 {
 		name += "_nodiv"
 	}
-	if !known {
-		return name
+	if known {
+		name += settingsSuffix(cfg, d)
 	}
+	if cfg.VQVAE.Classify {
+		name += "_supervised"
+	}
+	return name
+}
+
+// settingsSuffix names the joint-phase settings of cfg that differ from d's.
+func settingsSuffix(cfg, d pipeline.Config) string {
+	name := ""
 	if cfg.AlphaDiv != 0 && cfg.AlphaDiv != d.AlphaDiv {
 		name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
 	}
 	if cfg.AlphaDivEnd != d.AlphaDivEnd {
 		name += fmt.Sprintf("_divend%g", cfg.AlphaDivEnd)
 	}
-	if cfg.Tau != d.Tau {
-		name += fmt.Sprintf("_tau%g", cfg.Tau)
+	if cfg.VQVAE.Tau != d.VQVAE.Tau {
+		name += fmt.Sprintf("_tau%g", cfg.VQVAE.Tau)
 	}
 	if cfg.Jitter != d.Jitter {
 		name += fmt.Sprintf("_jitter%d", cfg.Jitter)

@@ -43,7 +43,7 @@ func (z Size) Pipeline(c pipeline.Config) pipeline.Config {
 		return pipeline.CISized(c)
 	case SizeSmoke:
 		c = c.WithArch("mlp")
-		c.D = 16
+		c.VQVAE.D = 16
 		c.Episodes, c.Steps, c.EvalSteps = 2, 600, 1000
 		c.WarmupEpochs, c.WarmupBatch = 2, 64
 		c.RecenterFrames = 1000

@@ -54,9 +54,10 @@ func TestRunName(t *testing.T) {
 	}{
 		{"joint iterations", func(c *pipeline.Config) { c.JointIters = 1000 }, "aliased_mnist_seed1_joint1000"},
 		{"λ", func(c *pipeline.Config) { c.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
-		{"τ", func(c *pipeline.Config) { c.Tau = 1 }, "aliased_mnist_seed1_tau1"},
+		{"τ", func(c *pipeline.Config) { c.VQVAE.Tau = 1 }, "aliased_mnist_seed1_tau1"},
 		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
 		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},
+		{"supervised warm-up", func(c *pipeline.Config) { c.VQVAE.Classify = true }, "aliased_mnist_seed1_supervised"},
 	} {
 		c2 := cfg
 		c.change(&c2)

@@ -138,7 +138,7 @@ func TestPixelRunHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Arch != "mlp" || cfg.Steps != 600 || cfg.JointIters != 16 {
+	if cfg.VQVAE.Arch != "mlp" || cfg.Steps != 600 || cfg.JointIters != 16 {
 		t.Fatalf("CI-size PipelineConfig is not smoke-sized: %+v", cfg)
 	}
 	dir := t.TempDir()

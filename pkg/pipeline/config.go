@@ -32,75 +32,69 @@ const (
 
 // Config is every hyperparameter of a run (paper Table 1 plus ours). It is written to
 // config.json in the run directory; a rerun with a different Config is refused.
-// Start from DefaultConfig.
+// Start from DefaultConfig, whose value each field's comment gives in parentheses
+// ("env" where the environment sets it: gridworld.Defaults).
 type Config struct {
 	Env string `json:"env"` // built-in environment name (gridworld.Named), or the custom layout's name
 	// Layout is a custom environment in the gridworld layout format (the file's text, so
 	// the run directory is self-contained); empty for built-in environments.
 	Layout  string `json:"layout"`
-	Dataset string `json:"dataset"` // "mnist" or "fashion" (dataset.Load)
-	Seed    uint64 `json:"seed"`
+	Dataset string `json:"dataset"` // images shown at the places: "mnist" (default) or "fashion" (dataset.Load)
+	Seed    uint64 `json:"seed"`    // walks, images, initialisation, minibatches, held-out episode (1)
 
 	// Data (paper Table 1: episodes × steps).
-	Episodes  int `json:"episodes"`   // training episodes
-	Steps     int `json:"steps"`      // observations per training episode
-	EvalSteps int `json:"eval_steps"` // length of the held-out evaluation episode (test-split images)
+	Episodes  int `json:"episodes"`   // training episodes (env)
+	Steps     int `json:"steps"`      // observations per training episode (env)
+	EvalSteps int `json:"eval_steps"` // length of the held-out evaluation episode, test-split images (Steps)
 
-	// VQ-VAE (Table 1).
-	K      int     `json:"k"`     // codebook size before compaction
-	D      int     `json:"d"`     // embedding dimension
-	F      int     `json:"f"`     // encoder base width
-	Arch   string  `json:"arch"`  // "conv" or "mlp"
-	Beta   float64 `json:"beta"`  // commitment weight β
-	Gamma  float64 `json:"gamma"` // EMA decay γ
-	Eps    float64 `json:"eps"`   // EMA smoothing ε
-	Tau    float64 `json:"tau"`   // soft-posterior temperature τ
-	Revive float64 `json:"revive"`
+	// VQVAE is the perception (paper Table 1; vqvae.DefaultConfig with K = the number of
+	// classes shown, τ = 0.2): K is the codebook size before compaction, after which the
+	// model is rebuilt with the K' codes the encoder uses (VQVAEConfig). VQVAE.Classify
+	// adds the reference's digit-classification loss (weight ClassWeight on a head over
+	// z) to the warm-up; it uses the images' labels and exists only to compare with the
+	// reference (off by default).
+	VQVAE vqvae.Config `json:"vqvae"`
 
 	// Phase 1: warm-up (VQ-VAE alone on the training episodes' frames, no labels).
-	WarmupEpochs int `json:"warmup_epochs"`
-	// SupervisedWarmup adds the reference's digit-classification loss (weight 0.1 on a
-	// head over z) to the warm-up. It uses the images' labels and exists only to
-	// compare with the reference; off by default.
-	SupervisedWarmup bool    `json:"supervised_warmup"`
-	WarmupBatch      int     `json:"warmup_batch"`
-	WarmupLR         float64 `json:"warmup_lr"`
+	WarmupEpochs int     `json:"warmup_epochs"` // passes over the training frames (4)
+	WarmupBatch  int     `json:"warmup_batch"`  // frames per step (128)
+	WarmupLR     float64 `json:"warmup_lr"`     // Adam rate (vqvae.DefaultLearningRate)
 
 	// Recenter re-initialises the codebook after warm-up by k-means++ and Lloyd
 	// iterations on the warmed-up encoder's latents of (up to RecenterFrames) training
-	// frames, before compaction. Unsupervised; the EMA codebook otherwise keeps codes
-	// seeded from the untrained encoder's latents.
+	// frames, before compaction (on). Unsupervised; the EMA codebook otherwise keeps
+	// codes seeded from the untrained encoder's latents.
 	Recenter       bool `json:"recenter"`
-	RecenterFrames int  `json:"recenter_frames"`
+	RecenterFrames int  `json:"recenter_frames"` // (8192)
 
 	// Token compaction and clone budget (Sec. 3.8).
-	Clones int    `json:"clones"` // clones per token (uniform), or the mean for BudgetShare
-	Budget string `json:"budget"` // BudgetUniform or BudgetShare
+	Clones int    `json:"clones"` // clones per token (uniform), or the mean for BudgetShare (env)
+	Budget string `json:"budget"` // BudgetUniform, or BudgetShare where the env budgets per class
 
 	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
-	JointIters int     `json:"joint_iters"`
+	JointIters int     `json:"joint_iters"` // iterations, each one minibatch of JointBatch chunks (1500)
 	ChunkLen   int     `json:"chunk_len"`   // T of a chunk (256)
 	JointBatch int     `json:"joint_batch"` // |B| (4)
-	Lambda     float64 `json:"lambda"`      // λ
-	AnnealFrac float64 `json:"anneal_frac"` // T_anneal = AnnealFrac · JointIters (1/4)
-	AlphaDiv   float64 `json:"alpha_div"`   // α_div
+	Lambda     float64 `json:"lambda"`      // λ, weight of the HMM term (1)
+	AnnealFrac float64 `json:"anneal_frac"` // λ rises linearly over T_anneal = AnnealFrac · JointIters (1/4)
+	AlphaDiv   float64 `json:"alpha_div"`   // α_div, weight of the diversity penalty (1; the paper 0.1)
 	// AlphaDivEnd, if > 0, anneals α_div linearly from AlphaDiv at the middle of the
-	// joint phase to AlphaDivEnd at its end (0: α_div stays AlphaDiv).
+	// joint phase to AlphaDivEnd at its end (0.1; 0: α_div stays AlphaDiv).
 	AlphaDivEnd float64 `json:"alpha_div_end"`
 	// Jitter, if > 0, shifts every joint-phase frame by a random offset in
 	// [-Jitter, Jitter]² pixels (label-free augmentation; the training episodes reuse
 	// each train-split image many times, and without it the encoder learns those images'
-	// tokens rather than their classes'). 0: frames as drawn.
+	// tokens rather than their classes'). Default 2; 0: frames as drawn.
 	Jitter      int     `json:"jitter"`
-	JointLR     float64 `json:"joint_lr"` // Adam rate of the VQ-VAE (3e-4)
-	HMMLRFactor float64 `json:"hmm_lr_factor"`
+	JointLR     float64 `json:"joint_lr"`      // Adam rate of the VQ-VAE (3e-4)
+	HMMLRFactor float64 `json:"hmm_lr_factor"` // Adam rate of (π, Θ) = HMMLRFactor · JointLR (100)
 	// Anti-collapse: CollapseFrac is the fraction of the best smoothed perplexity below
 	// which the perception is rolled back to its best snapshot (the HMM is kept) and λ
 	// is multiplied by ThrottleFactor. 0 (the default) disables the safeguard: merging
 	// classes into one token lowers the perplexity too, and is how the joint phase makes
 	// a place's token consistent.
 	CollapseFrac   float64 `json:"collapse_frac"`
-	ThrottleFactor float64 `json:"throttle_factor"`
+	ThrottleFactor float64 `json:"throttle_factor"` // (0.5)
 	// GradFrames is the number of each joint iteration's JointBatch·ChunkLen frames whose
 	// reconstruction is computed and through which the encoder and decoder get gradients
 	// (drawn at random per iteration); the HMM and diversity terms read every frame
@@ -119,14 +113,14 @@ type Config struct {
 	// Merging classes into one token, which makes a place's token consistent, lowers the
 	// perplexity by far less. 0: no collapse detection (non-finite steps still roll back).
 	CollapseLevel float64 `json:"collapse_level"`
-	// MaxInterventions bounds the rollbacks of one run; one more is an error.
+	// MaxInterventions bounds the rollbacks of one run; one more is an error (4).
 	MaxInterventions int `json:"max_interventions"`
 	// Ablations of the joint phase (off by default): FreezeVQVAE trains only (π, Θ)
 	// (the VQ-VAE, codebook included, stays as the warm-up left it); NoLengthNorm drops
 	// the 1/T_b length normalisation of the HMM term.
 	FreezeVQVAE  bool `json:"freeze_vqvae"`
 	NoLengthNorm bool `json:"no_length_norm"`
-	// CheckpointEvery is the number of joint iterations between checkpoints.
+	// CheckpointEvery is the number of joint iterations between checkpoints (50).
 	CheckpointEvery int `json:"checkpoint_every"`
 
 	// Phase 3: finalisation (encoder frozen, hard tokens, full episodes).
@@ -138,11 +132,11 @@ type Config struct {
 	// more places than its phase-1 budget has clones; re-budgeting follows the data
 	// without labels.
 	FinalBudget   string  `json:"final_budget"`
-	FinalClones   int     `json:"final_clones"`
-	FinalIters    int     `json:"final_iters"`
-	FinalLR       float64 `json:"final_lr"`
-	FinalEntropy  float64 `json:"final_entropy"` // transition-entropy weight η
-	FinalPatience int     `json:"final_patience"`
+	FinalClones   int     `json:"final_clones"`   // mean clones per token for BudgetShare (2× the env's budget)
+	FinalIters    int     `json:"final_iters"`    // at most this many Adam iterations (1000)
+	FinalLR       float64 `json:"final_lr"`       // Adam rate on the logits (0.1)
+	FinalEntropy  float64 `json:"final_entropy"`  // transition-entropy weight η (1e-3)
+	FinalPatience int     `json:"final_patience"` // iterations of a plateau (100)
 	// FinalTol is the finalisation's label-free stop: a plateau is FinalPatience
 	// iterations in which ℓ/T (nats per training step) has not risen by more than
 	// FinalTol; at a plateau the trainer splits clones (FinalSplits rounds) and
@@ -151,15 +145,15 @@ type Config struct {
 	// iterations with the same maps, purity and action accuracy (1e-5, the value
 	// before it was a setting, ran every iteration).
 	FinalTol    float64 `json:"final_tol"`
-	FinalSplits int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus
+	FinalSplits int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus (5)
 	// FinalPrune, if > 0, removes after finalisation every clone that the Viterbi paths
 	// of the training episodes visit fewer than FinalPrune × (training steps) times (each
 	// token keeps its most visited clone) and trains the pruned HMM for FinalPruneIters
 	// more iterations. Spare clones that absorbed a few misread frames keep arbitrary,
 	// confident rows; on held-out images they catch misreads again and their rows
-	// become the map's edges. 0: no pruning.
+	// become the map's edges. Default 0.001; 0: no pruning.
 	FinalPrune      float64 `json:"final_prune"`
-	FinalPruneIters int     `json:"final_prune_iters"`
+	FinalPruneIters int     `json:"final_prune_iters"` // (300)
 
 	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen
 	// encoder's soft emissions log ρ (the emissions the joint phase trained with), so
@@ -206,8 +200,8 @@ func ConfigFor(e *gridworld.Env) Config {
 	if b, err := gridworld.Named(e.Name); err != nil || b.Layout() != e.Layout() {
 		layout = e.Layout()
 	}
-	k := len(e.ClassesUsed()) // one code per class shown (a layout may skip class ids)
-	v := vqvae.DefaultConfig(k)
+	v := vqvae.DefaultConfig(len(e.ClassesUsed())) // one code per class shown (a layout may skip class ids)
+	v.Tau = 0.2
 	// A per-class clone budget (room: 20 clones for the interior digit) needs labels; the
 	// label-free stand-in distributes the same total over the tokens by their share of
 	// the frames (BudgetShare, rounded mean per token).
@@ -222,8 +216,7 @@ func ConfigFor(e *gridworld.Env) Config {
 	return Config{
 		Env: e.Name, Layout: layout, Dataset: "mnist", Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
-		K: k, D: v.D, F: v.F, Arch: string(v.Arch),
-		Beta: v.Beta, Gamma: v.Gamma, Eps: v.Eps, Tau: 0.2, Revive: v.Revive,
+		VQVAE:        v,
 		WarmupEpochs: 4, WarmupBatch: 128, WarmupLR: vqvae.DefaultLearningRate,
 		Recenter: true, RecenterFrames: 8192,
 		Clones: clones, Budget: budget,
@@ -251,12 +244,10 @@ func (c Config) Environment() (*gridworld.Env, error) {
 	return e, nil
 }
 
-// VQVAEConfig returns the VQ-VAE configuration with k codes.
+// VQVAEConfig returns the VQ-VAE configuration with k codes (c.VQVAE otherwise).
 func (c Config) VQVAEConfig(k int) vqvae.Config {
-	v := vqvae.DefaultConfig(k)
-	v.D, v.F, v.Arch = c.D, c.F, vqvae.Arch(c.Arch)
-	v.Beta, v.Gamma, v.Eps, v.Tau, v.Revive = c.Beta, c.Gamma, c.Eps, c.Tau, c.Revive
-	v.Classify = c.SupervisedWarmup
+	v := c.VQVAE
+	v.K = k
 	return v
 }
 
@@ -309,10 +300,10 @@ func (c Config) Validate() error {
 	add(c.FinalPrune >= 0 && c.FinalPrune < 1, "final_prune=%g (need a fraction in [0, 1))", c.FinalPrune)
 	add(c.FinalPruneIters >= 0, "final_prune_iters=%d (need ≥ 0)", c.FinalPruneIters)
 	add(c.StopAfterJoint >= 0, "StopAfterJoint=%d (need ≥ 0)", c.StopAfterJoint)
-	if err := c.VQVAEConfig(max(c.K, 2)).Validate(); err != nil {
+	if err := c.VQVAE.Validate(); err != nil {
 		bad = append(bad, err.Error())
 	}
-	add(c.K >= 2 && c.K <= 4096, "k=%d (need 2..4096)", c.K)
+	add(c.VQVAE.K <= 4096, "vqvae.k=%d (need 2..4096)", c.VQVAE.K)
 	if len(bad) > 0 {
 		return fmt.Errorf("pipeline: invalid config: %s", strings.Join(bad, "; "))
 	}
@@ -332,6 +323,10 @@ func ReadConfig(path string) (Config, error) {
 
 // parseConfig is ReadConfig of the file's bytes raw (path names it in errors).
 func parseConfig(raw []byte, path string) (Config, error) {
+	raw, err := nestVQVAE(raw, path, false)
+	if err != nil {
+		return Config{}, err
+	}
 	// Fields missing from the file (older versions) take the environment's defaults.
 	var probe Config
 	if err := json.Unmarshal(raw, &probe); err != nil {
@@ -386,6 +381,10 @@ func readRunConfig(path string) (Config, error) {
 
 // parseRunConfig is readRunConfig of the file's bytes raw (path names it in errors).
 func parseRunConfig(raw []byte, path string) (Config, error) {
+	raw, err := nestVQVAE(raw, path, true)
+	if err != nil {
+		return Config{}, err
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return Config{}, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
@@ -398,10 +397,90 @@ func parseRunConfig(raw []byte, path string) (Config, error) {
 			missing = append(missing, name)
 		}
 	}
+	if v, ok := fields["vqvae"]; ok {
+		var vf map[string]json.RawMessage
+		if err := json.Unmarshal(v, &vf); err != nil {
+			return Config{}, fmt.Errorf("pipeline: %s: vqvae: %v", path, err)
+		}
+		t := reflect.TypeFor[vqvae.Config]()
+		for i := range t.NumField() {
+			if name := t.Field(i).Tag.Get("json"); vf[name] == nil {
+				missing = append(missing, "vqvae."+name)
+			}
+		}
+	}
 	if len(missing) > 0 {
 		return Config{}, fmt.Errorf("pipeline: %s lacks field(s) %s: not a run's configuration, or damaged", path, strings.Join(missing, ", "))
 	}
 	return decodeOnto(runConfigLegacy, raw, path)
+}
+
+// legacyVQVAE are the VQ-VAE's fields as configurations before VQVAE was nested wrote
+// them, at the top level: the key there and in vqvae.Config's JSON.
+var legacyVQVAE = [][2]string{{"k", "k"}, {"d", "d"}, {"f", "f"}, {"arch", "arch"}, {"beta", "beta"}, {"gamma", "gamma"},
+	{"eps", "eps"}, {"tau", "tau"}, {"revive", "revive"}, {"supervised_warmup", "classify"}}
+
+// nestVQVAE rewrites a configuration written before Config.VQVAE existed (the VQ-VAE's
+// fields at the top level) into today's form: its fields go into "vqvae", with what that
+// version fixed in code (vqvae.DefaultConfig's side, codebook initialisation and class
+// head) for the rest. A run's configuration (strict) must then have had every one of
+// them but supervised_warmup, which it left out when false. A configuration with
+// "vqvae" is returned as it is; one with both forms is an error.
+func nestVQVAE(raw []byte, path string, strict bool) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	var flat []string
+	for _, kv := range legacyVQVAE {
+		if _, ok := fields[kv[0]]; ok {
+			flat = append(flat, kv[0])
+		}
+	}
+	if len(flat) == 0 {
+		return raw, nil
+	}
+	if _, ok := fields["vqvae"]; ok {
+		return nil, fmt.Errorf("pipeline: %s: field(s) %s belong in \"vqvae\"", path, strings.Join(flat, ", "))
+	}
+	var typed struct { // type errors, with the line of the file
+		K, D, F                       int
+		Arch                          string
+		Beta, Gamma, Eps, Tau, Revive float64
+		SupervisedWarmup              bool `json:"supervised_warmup"`
+	}
+	if err := json.Unmarshal(raw, &typed); err != nil {
+		return nil, fmt.Errorf("pipeline: %s: %v", path, jsonErr(raw, err))
+	}
+	var v map[string]json.RawMessage
+	if b, err := json.Marshal(vqvae.DefaultConfig(2)); err != nil {
+		return nil, err
+	} else if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	if !strict { // a user's file: what it lacks comes from the environment's defaults
+		v = map[string]json.RawMessage{}
+	}
+	var missing []string
+	for _, kv := range legacyVQVAE {
+		x, ok := fields[kv[0]]
+		switch {
+		case ok:
+			v[kv[1]] = x
+			delete(fields, kv[0])
+		case strict && kv[0] != "supervised_warmup":
+			missing = append(missing, kv[0])
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("pipeline: %s lacks field(s) %s: not a run's configuration, or damaged", path, strings.Join(missing, ", "))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	fields["vqvae"] = b
+	return json.Marshal(fields)
 }
 
 // jsonErr adds the line number to a JSON syntax or type error.
@@ -436,7 +515,7 @@ func DefaultGradFrames(arch string) int {
 // WithArch returns c with the VQ-VAE architecture arch and the settings whose default
 // depends on it (GradFrames). Set explicit overrides after it.
 func (c Config) WithArch(arch string) Config {
-	c.Arch = arch
+	c.VQVAE.Arch = vqvae.Arch(arch)
 	c.GradFrames = DefaultGradFrames(arch)
 	return c
 }

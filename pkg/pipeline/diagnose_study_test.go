@@ -43,7 +43,7 @@ func TestDiagnoseStudy(t *testing.T) {
 			verdict = "**not resolved**: " + strings.Join(v.Problems, ", ")
 		}
 		row := fmt.Sprintf("| %s | %s | %s | %.3f | %.3f | %.3f | %s | %.3f | %.3f | %.3f | %d/%d | %s |",
-			filepath.Base(strings.TrimSuffix(dir, "/")), res.Config.Arch, res.Config.Dataset, r.ViterbiMap.Recall, r.ViterbiMap.F1,
+			filepath.Base(strings.TrimSuffix(dir, "/")), res.Config.VQVAE.Arch, res.Config.Dataset, r.ViterbiMap.Recall, r.ViterbiMap.F1,
 			r.StatePlacePurity, map[bool]string{true: "good", false: "**failed**"}[good], dg.TrainBits, dg.HeldOutBits,
 			dg.Determinism, len(dg.FullTokens), len(res.HMM.Clones), verdict)
 		rows = append(rows, row)

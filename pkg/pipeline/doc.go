@@ -7,7 +7,7 @@
 //
 //  1. Warm-up (vqvae.Warmup): the VQ-VAE alone on the frames of the training episodes
 //     (train-split images), unsupervised — no label is used anywhere in the default
-//     pipeline (Config.SupervisedWarmup adds the reference's classification loss to the
+//     pipeline (Config.VQVAE.Classify adds the reference's classification loss to the
 //     warm-up, for comparison only).
 //     Then, optionally (Config.Recenter, default on), the codebook is re-seeded by
 //     k-means++ and Lloyd iterations on the warmed-up encoder's latents, and token
@@ -91,8 +91,10 @@
 //
 // # Run directory
 //
-//	config.json     Config, every field written (rerunning with a different one is
-//	                refused, naming the fields one per line)
+//	config.json     Config, every field written, the VQ-VAE's under "vqvae" (rerunning
+//	                with a different one is refused, naming the fields one per line;
+//	                files of earlier versions, with the VQ-VAE's fields at the top
+//	                level, read the same)
 //	state.gob       the commit record: phase, joint cursor, anti-collapse state, loss
 //	                history, seconds per phase, and the SHA-256 of config.json and of
 //	                every model file below; framed by a header and its own SHA-256

@@ -365,7 +365,7 @@ func (r *runner) warmup() error {
 		if m, err = r.loadVQ(r.st.Warmup); err != nil {
 			return err
 		}
-	} else if m, err = vqvae.New(r.backend, cfg.VQVAEConfig(cfg.K), cfg.Seed); err != nil {
+	} else if m, err = vqvae.New(r.backend, cfg.VQVAE, cfg.Seed); err != nil {
 		return err
 	}
 	frames := vqvae.BankFrames{Bank: r.d.train, Index: r.d.allFrames}
@@ -411,7 +411,7 @@ func (r *runner) warmup() error {
 	// Token compaction (Sec. 3.8): keep the codes the encoder emits on the training frames.
 	start = time.Now()
 	if cfg.Recenter {
-		n := min(len(r.d.allFrames), max(cfg.RecenterFrames, cfg.K))
+		n := min(len(r.d.allFrames), max(cfg.RecenterFrames, cfg.VQVAE.K))
 		sample := rand.New(rand.NewPCG(cfg.Seed, 0x5ce7)).Perm(len(r.d.allFrames))[:n]
 		idx := make([]int, n)
 		for i, s := range sample {
@@ -425,7 +425,7 @@ func (r *runner) warmup() error {
 	if err != nil {
 		return err
 	}
-	counts := make([]int, cfg.K)
+	counts := make([]int, cfg.VQVAE.K)
 	for _, t := range tokens {
 		counts[t]++
 	}
@@ -438,7 +438,7 @@ func (r *runner) warmup() error {
 	if len(keep) < 2 {
 		return fmt.Errorf("pipeline: after warm-up the encoder emits %d code(s) on %d training frames: the codebook collapsed", len(keep), len(tokens))
 	}
-	relabel := make([]int, cfg.K)
+	relabel := make([]int, cfg.VQVAE.K)
 	for i, k := range keep {
 		relabel[k] = i
 	}
@@ -452,7 +452,7 @@ func (r *runner) warmup() error {
 	r.diagnose(PhaseWarmup, tokens)
 	r.st.joint().ActiveCodesWarmup = len(keep)
 	r.st.Codes, r.st.Share = keep, share
-	r.st.Clones = cloneBudget(cfg, share)
+	r.st.Clones = cloneBudget(cfg.Clones, cfg.Budget, share)
 	h0 := 0.0
 	for _, p := range share {
 		h0 -= p * math.Log(p)
@@ -463,7 +463,7 @@ func (r *runner) warmup() error {
 		return err
 	}
 	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
-	if r.joint, err = NewJoint(vq, hmm, cfg.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
+	if r.joint, err = NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
 		return err
 	}
 	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
@@ -535,13 +535,15 @@ func adoptLegacy(dir string, st *runState) error {
 	return nil
 }
 
-// cloneBudget returns the clone counts of the compacted tokens (no labels involved).
-func cloneBudget(cfg Config, share []float64) []int {
+// cloneBudget returns the clone counts of the compacted tokens (no labels involved):
+// clones each (BudgetUniform), or clones on average in proportion to each token's share
+// of the training frames, at least one (BudgetShare).
+func cloneBudget(clones int, budget string, share []float64) []int {
 	c := make([]int, len(share))
 	for i := range c {
-		c[i] = cfg.Clones
-		if cfg.Budget == BudgetShare {
-			c[i] = max(1, int(math.Round(share[i]*float64(cfg.Clones*len(share)))))
+		c[i] = clones
+		if budget == BudgetShare {
+			c[i] = max(1, int(math.Round(share[i]*float64(clones*len(share)))))
 		}
 	}
 	return c
@@ -619,7 +621,7 @@ func (r *runner) openJoint(name string) error {
 	}
 	c := r.cfg
 	_, lrScale := r.st.scales()
-	j, err := AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.Beta, c.JointLR*lrScale, c.JointLR*c.HMMLRFactor)
+	j, err := AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.VQVAE.Beta, c.JointLR*lrScale, c.JointLR*c.HMMLRFactor)
 	if err != nil {
 		return err
 	}
@@ -949,7 +951,7 @@ func (r *runner) final() error {
 		for _, x := range tokens {
 			share[x] += 1 / float64(len(tokens))
 		}
-		hmm = chmm.New(cloneBudget(Config{Clones: cfg.FinalClones, Budget: BudgetShare}, share), hmm.NumActions,
+		hmm = chmm.New(cloneBudget(cfg.FinalClones, BudgetShare, share), hmm.NumActions,
 			rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 	}
 	seqs := r.d.sequences(tokens)
@@ -1285,11 +1287,22 @@ func diffFields(a, b Config) []string {
 	_ = json.Unmarshal(ra, &ma)
 	_ = json.Unmarshal(rb, &mb)
 	var diff []string
-	for k, v := range ma {
-		if !reflect.DeepEqual(v, mb[k]) {
-			diff = append(diff, fmt.Sprintf("%s: %v in the run, %v now", k, v, mb[k]))
+	var walk func(prefix string, ma, mb map[string]any)
+	walk = func(prefix string, ma, mb map[string]any) {
+		for k, v := range ma {
+			if reflect.DeepEqual(v, mb[k]) {
+				continue
+			}
+			va, oka := v.(map[string]any)
+			vb, okb := mb[k].(map[string]any)
+			if oka && okb { // a nested config (vqvae): name its fields
+				walk(prefix+k+".", va, vb)
+				continue
+			}
+			diff = append(diff, fmt.Sprintf("%s%s: %v in the run, %v now", prefix, k, v, mb[k]))
 		}
 	}
+	walk("", ma, mb)
 	sort.Strings(diff)
 	return diff
 }
@@ -1323,7 +1336,7 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t := st.Made
 	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
 	j := *st.joint()
-	j.Arch, j.Iters, j.GradFrames = string(cfg.Arch), cfg.JointIters, cfg.GradFrames
+	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.JointIters, cfg.GradFrames
 	j.CodesKept, j.Clones, j.Rollbacks = st.Codes, st.Clones, st.Rollbacks
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j

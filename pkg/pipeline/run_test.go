@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -26,7 +27,7 @@ func tinyConfig(t testing.TB) Config {
 		t.Fatal(err)
 	}
 	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
-	cfg.Arch, cfg.D = "mlp", 16
+	cfg.VQVAE.Arch, cfg.VQVAE.D = "mlp", 16
 	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
 	cfg.RecenterFrames = 1000
 	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 16, 64, 2, 5
@@ -61,15 +62,15 @@ func TestDefaultConfigs(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.env, err)
 		}
-		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.1 {
+		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.VQVAE.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.1 {
 			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.1",
-				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
+				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.VQVAE.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
 		}
 		if cfg.Budget != tc.budget {
 			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Budget, tc.budget)
 		}
-		if cfg.K != tc.k || cfg.Clones != tc.clones || cfg.Episodes != tc.eps || cfg.Steps != 10000 || cfg.ChunkLen != 256 || cfg.JointBatch != 4 {
-			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.K, cfg.Clones, cfg.Episodes, cfg.Steps, cfg.ChunkLen, cfg.JointBatch)
+		if cfg.VQVAE.K != tc.k || cfg.Clones != tc.clones || cfg.Episodes != tc.eps || cfg.Steps != 10000 || cfg.ChunkLen != 256 || cfg.JointBatch != 4 {
+			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.VQVAE.K, cfg.Clones, cfg.Episodes, cfg.Steps, cfg.ChunkLen, cfg.JointBatch)
 		}
 	}
 	if _, err := DefaultConfig("nowhere"); err == nil {
@@ -89,8 +90,8 @@ func TestConfigValidate(t *testing.T) {
 		{"budget", func(c *Config) { c.Budget = "labels" }, "budget"},
 		{"lambda", func(c *Config) { c.Lambda = -1 }, "lambda"},
 		{"collapse", func(c *Config) { c.CollapseFrac = 1 }, "collapse_frac"},
-		{"k", func(c *Config) { c.K = 1 }, "k=1"},
-		{"arch", func(c *Config) { c.Arch = "resnet" }, "Arch"},
+		{"k", func(c *Config) { c.VQVAE.K = 1 }, "K=1"},
+		{"arch", func(c *Config) { c.VQVAE.Arch = "resnet" }, "Arch"},
 	} {
 		c := base
 		tc.edit(&c)
@@ -114,7 +115,7 @@ func TestReadConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := DefaultConfig("aliased")
-	want.K = 6
+	want.VQVAE.K = 6
 	if got, err := ReadConfig(p); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("partial file: %v, %+v; want the defaults with k=6", err, got)
 	}
@@ -127,12 +128,11 @@ func TestReadConfigErrors(t *testing.T) {
 }
 
 func TestCloneBudget(t *testing.T) {
-	cfg := Config{Clones: 5, Budget: BudgetUniform}
-	if got := cloneBudget(cfg, []float64{0.5, 0.3, 0.2}); !slices.Equal(got, []int{5, 5, 5}) {
+	if got := cloneBudget(5, BudgetUniform, []float64{0.5, 0.3, 0.2}); !slices.Equal(got, []int{5, 5, 5}) {
 		t.Errorf("uniform: %v", got)
 	}
-	cfg.Budget = BudgetShare // 15 clones: 7.5 → 8, 4.5 → 5 (round half away from zero), 0.15 → 1 (floor of 1)
-	if got := cloneBudget(cfg, []float64{0.5, 0.3, 0.19, 0.01}); !slices.Equal(got, []int{10, 6, 4, 1}) {
+	// 20 clones: 10, 6, 3.8 → 4, 0.2 → 1 (at least one)
+	if got := cloneBudget(5, BudgetShare, []float64{0.5, 0.3, 0.19, 0.01}); !slices.Equal(got, []int{10, 6, 4, 1}) {
 		t.Errorf("share: %v, want [10 6 4 1]", got)
 	}
 }
@@ -296,6 +296,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if _, err := Run(context.Background(), a, other, nil); err == nil || !strings.Contains(err.Error(), "lambda") {
 		t.Errorf("changed config: %v, want an error naming lambda", err)
 	}
+	other = cfg
+	other.VQVAE.Tau = 1
+	if _, err := Run(context.Background(), a, other, nil); err == nil || !strings.Contains(err.Error(), "vqvae.tau: 0.2 in the run, 1 now") {
+		t.Errorf("changed VQ-VAE config: %v, want an error naming vqvae.tau", err)
+	}
 	// Only the last joint checkpoint is kept.
 	if m, _ := filepath.Glob(filepath.Join(b, "joint-*.ckpt")); len(m) != 1 {
 		t.Errorf("joint checkpoints left: %v", m)
@@ -402,5 +407,64 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "joint-*.ckpt"))
 	if len(files) > 2 {
 		t.Errorf("%d joint checkpoints left: %v", len(files), files)
+	}
+}
+
+// TestLegacyFlatConfig: a config.json written before Config.VQVAE (the VQ-VAE's fields
+// at the top level, supervised_warmup for Classify) reads as the nested configuration,
+// as a run's own file and as a user's; a file with both forms, or a run's file lacking
+// one of the flat fields, is an error naming them.
+func TestLegacyFlatConfig(t *testing.T) {
+	cfg, err := DefaultConfig("two_rooms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.VQVAE.Tau, cfg.VQVAE.Classify = 0.5, true
+	nested, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(nested, &m); err != nil {
+		t.Fatal(err)
+	}
+	flat := map[string]any{}
+	for k, v := range m {
+		flat[k] = v
+	}
+	delete(flat, "vqvae")
+	v := cfg.VQVAE
+	for k, x := range map[string]any{"k": v.K, "d": v.D, "f": v.F, "arch": v.Arch, "beta": v.Beta, "gamma": v.Gamma,
+		"eps": v.Eps, "tau": v.Tau, "revive": v.Revive, "supervised_warmup": v.Classify} {
+		flat[k] = x
+	}
+	raw, _ := json.MarshalIndent(flat, "", "  ")
+	got, err := parseRunConfig(raw, "config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, cfg) {
+		t.Errorf("run's flat config: %v", diffFields(got, cfg))
+	}
+	if got, err = parseConfig(raw, "user.json"); err != nil || !reflect.DeepEqual(got, cfg) {
+		t.Errorf("user's flat config: %v %v", err, diffFields(got, cfg))
+	}
+	// A user's partial nested form overrides only what it names.
+	got, err = parseConfig([]byte(`{"env": "two_rooms", "vqvae": {"tau": 0.5}}`), "user.json")
+	want, _ := DefaultConfig("two_rooms")
+	want.VQVAE.Tau = 0.5
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("partial vqvae: %v %v", err, diffFields(got, want))
+	}
+	flat["vqvae"] = m["vqvae"]
+	both, _ := json.Marshal(flat)
+	if _, err := parseRunConfig(both, "config.json"); err == nil || !strings.Contains(err.Error(), `belong in "vqvae"`) {
+		t.Errorf("both forms: %v", err)
+	}
+	delete(flat, "vqvae")
+	delete(flat, "tau")
+	lacking, _ := json.Marshal(flat)
+	if _, err := parseRunConfig(lacking, "config.json"); err == nil || !strings.Contains(err.Error(), "lacks field(s) tau") {
+		t.Errorf("a run's flat config without tau: %v", err)
 	}
 }

@@ -435,7 +435,7 @@ func TestLegacyStateExtra(t *testing.T) {
 	if !reflect.DeepEqual(st.Made, want) {
 		t.Errorf("made\n%+v\nwant\n%+v", st.Made, want)
 	}
-	cfg := Config{Episodes: 4, Steps: 100, JointIters: 30, Arch: "mlp", GradFrames: 0}
+	cfg := Config{Episodes: 4, Steps: 100, JointIters: 30, VQVAE: vqvae.Config{Arch: vqvae.ArchMLP}, GradFrames: 0}
 	tr := st.training(cfg, chmm.New([]int{2, 2}, 4, rand.New(rand.NewPCG(1, 1))))
 	j := tr.Joint
 	if tr.Episodes != 4 || tr.Steps != 100 || !slices.Equal(tr.Clones, []int{2, 2}) || j.Arch != "mlp" || j.Iters != 30 ||

@@ -36,30 +36,30 @@ const (
 // Config holds the VQ-VAE's static hyperparameters (paper Table 1). The zero value is
 // not usable; start from DefaultConfig.
 type Config struct {
-	K    int  // codebook size
-	D    int  // embedding dimension
-	F    int  // encoder base width (conv) — hidden widths F, 2F
-	Side int  // image side in pixels (28 for MNIST); a multiple of 4
-	Arch Arch // ArchConv or ArchMLP
+	K    int  `json:"k"`    // codebook size
+	D    int  `json:"d"`    // embedding dimension
+	F    int  `json:"f"`    // encoder base width (conv) — hidden widths F, 2F
+	Side int  `json:"side"` // image side in pixels (28 for MNIST); a multiple of 4
+	Arch Arch `json:"arch"` // ArchConv or ArchMLP
 
-	Beta  float64 // commitment weight β
-	Gamma float64 // EMA decay γ
-	Eps   float64 // EMA Laplace smoothing ε
-	Tau   float64 // soft-posterior temperature τ
+	Beta  float64 `json:"beta"`  // commitment weight β
+	Gamma float64 `json:"gamma"` // EMA decay γ
+	Eps   float64 `json:"eps"`   // EMA Laplace smoothing ε
+	Tau   float64 `json:"tau"`   // soft-posterior temperature τ
 
 	// Revive is the dead-code threshold as a fraction of the uniform share Σn/K: a
 	// code whose EMA size falls below Revive·Σn/K is re-seeded from a random encoder
 	// output of the batch. 0 disables revival (the reference's default).
-	Revive float64
+	Revive float64 `json:"revive"`
 	// Init selects the codebook initialisation.
-	Init CodebookInit
+	Init CodebookInit `json:"init"`
 
 	// Classify adds the reference's digit-classification head (Dense D → NumClasses on
 	// z) and ClassWeight × cross-entropy to the warm-up loss. Off by default; it needs
 	// labels and exists only to compare with the reference.
-	Classify    bool
-	NumClasses  int
-	ClassWeight float64
+	Classify    bool    `json:"classify"`
+	NumClasses  int     `json:"num_classes"`
+	ClassWeight float64 `json:"class_weight"`
 }
 
 // DefaultConfig returns the paper's VQ-VAE configuration (Table 1) with K codes:
