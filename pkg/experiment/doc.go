@@ -23,5 +23,8 @@
 //     with Collect only reads) its grid and writes its table: RunSymbolicSuite
 //     (symbolic, cscg, bigger), RunImageSuite (Tables 3 and 4), RunAblationSuite,
 //     RunStressSuite and RunPlanSuite, behind `gradcscg reproduce` and notebooks 01
-//     and 02, with the run directory names they share (RunName, ImageRun).
+//     and 02, with the run directory names they share (RunName, ImageRun);
+//   - RunFigures, the paper's figures (`gradcscg figures`, `make figures`), with the
+//     read-outs the notebooks draw too: DecodeHeldOut (a pixel run's held-out episode
+//     as its report scored it), RunReadout, ClassReconstructions and SymbolicReadout.
 package experiment

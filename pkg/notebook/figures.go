@@ -42,31 +42,12 @@ func SymbolicReadout(run *SymbolicRun) (*figures.Readout, error) {
 		figures.ReadoutOptions{TokenClass: run.Classes})
 }
 
-// RunReadout reads a pixel run's map for paper Figure 5: DecodeHeldOut, the decoded
-// clones assigned to places, the recovered graph from the Viterbi path, and as each
-// token's picture the held-out image whose latent lies nearest to the token's code
-// vector (figures.TokenImages).
+// RunReadout reads a pixel run's map for paper Figure 5 (experiment.RunReadout): the
+// decoded clones assigned to places, the recovered graph from the Viterbi path, and
+// as each token's picture the held-out image nearest to its code vector.
 func RunReadout(res *pipeline.Result) (*figures.Readout, error) {
-	h, err := DecodeHeldOut(res)
-	if err != nil {
-		return nil, err
-	}
-	r, err := figures.NewReadout(h.Env, res.HMM, h.Episode.Places, h.States, figures.ReadoutOptions{})
-	if err != nil {
-		return nil, err
-	}
-	decoded, nearest, err := figures.TokenImages(res.VQVAE, h.Images, h.Side)
-	if err != nil {
-		return nil, err
-	}
-	for k := range nearest {
-		if nearest[k] == nil {
-			nearest[k] = decoded[k]
-		}
-	}
-	r.TokenImages, r.ImageSide = nearest, h.Side
-	r.Title = fmt.Sprintf("%s (%s)", h.Env.Name, res.Config.Dataset)
-	return r, nil
+	r, _, err := experiment.RunReadout(res)
+	return r, err
 }
 
 // Reconstructions draws paper Figure 4 for a pixel run: the first n images of its
