@@ -56,19 +56,8 @@
 //
 // Defaults (DefaultGradConfig): full batch, LR 0.1, at most 2000 iterations,
 // early stopping after 100 iterations without a gain of 1e-4 in ℓ/T, up to
-// 5 splitting rounds. With them, seed 1 and the environments' reference data
-// sizes and clone budgets, held-out state→place purity was 1.000 on aliased,
-// corridors, room, two_rooms (also seeds 2–6), square, three_rooms,
-// cscg_maze5, cscg_cliques and cscg_rectangular (1 × 50,000 steps, N = 281,
-// 570 iterations), and 0.9996 on cscg_stitched. On
-// uniform_interior (16 identical interior cells) 20 clones per symbol gave
-// 0.96 (EM: 1.00) and 40 gave 1.00: gradient training wants a larger clone
-// budget than EM where many places share a token. Without splitting, two_rooms
-// stayed in a merged optimum (purity 0.989) for about one seed in four, as EM
-// did for seed 3. Learning rates 0.03–0.3, cosine decay, chunked training
-// (256–1000 steps, batch 8–16), larger initial noise and the entropy term
-// (η 0.003–0.1) did not remove those local optima; the entropy term did not
-// help on uniform_interior either.
+// 5 splitting rounds. What they recover, and what did not help, is measured in
+// the README ("Symbolic maps").
 //
 // # File format
 //

@@ -79,13 +79,9 @@
 // the actions and the expected clone path. When no path exists the error is
 // an *UnreachableError (errors.Is(err, ErrUnreachable)), never a panic.
 //
-// Why 0.3: a trained row puts most of its mass on one place, but models
-// learned from images also keep weak transitions (W ≈ 0.1–0.2) into clones
-// that absorb misread tokens and whose own rows lead anywhere. Through them
-// BFS at 0.1 found "shortcuts": on corridors (MNIST, seed 1) the agent bumped
-// into a wall for the rest of its budget, and MPC success was 0.65; at 0.3
-// it was 0.96, at 0.5 0.95 (more goals unreachable), while the success
-// rates of the three aliased runs moved by at most 0.01.
+// Why 0.3: models learned from images keep weak transitions into clones that
+// absorb misread tokens, which BFS at 0.1 took as shortcuts (measured in the
+// README, "Planning with the learned map").
 //
 // # Closed-loop evaluation
 //
@@ -113,10 +109,8 @@
 // what it sees, and then re-plans. (Re-planning in the middle of a look
 // turned the agent back before the telling observation, and it oscillated
 // until its budget ran out.) The agent stops anyway when no such sequence
-// exists. DefaultArriveMass = 0.9 (the confidence that makes a
-// demonstrated goal unambiguous) was chosen on validation pairs (seed 2) of
-// the MNIST room and two_rooms maps: looking more often raised success and
-// path length, and at 0.9 the mean path ratio was still within 1.1.
+// exists. DefaultArriveMass = 0.9 is the confidence that makes a demonstrated
+// goal unambiguous (chosen on validation pairs: README).
 //
 // The step budget is 3·d + 10 actions (BudgetFactor, BudgetExtra), d the
 // true shortest path length from the start to the goal (d ≥ 1); an open plan
