@@ -1,9 +1,11 @@
 // Package chmm is the action-conditioned cloned HMM of gradcscg (paper
 // Sections 3.3, 3.4, 3.6, 3.7) in plain Go and float64: likelihood, Viterbi
 // decoding, the exact gradient by forward–backward, the original CSCG's EM
-// trainer, an Adam gradient trainer, and a model file format. It works on hard
+// trainer, an Adam gradient trainer, and a model file format. It trains on hard
 // (symbolic) tokens; the differentiable soft-emission pass lives in
-// pkg/hmmgraph.
+// pkg/hmmgraph. Decode reads observations through one emission abstraction
+// (Emissions: hard Tokens, soft LogRho, Confused tokens under a confusion
+// matrix), which pkg/plan's filter uses too.
 //
 // # Model
 //

@@ -124,9 +124,9 @@
 // Training episodes come from gridworld (Env.TrainingEpisodes) with one fresh
 // train-split image per visit; the held-out episode (Config.EvalSteps steps) is a fresh
 // walk with test-split images. Evaluate encodes it with the frozen encoder and decodes it
-// with Viterbi — by default (Config.Decode = DecodeSoft) with the soft emissions log ρ
-// (chmm.ViterbiE), which lets the map's context outvote an uncertain token; with
-// DecodeHard on the hard tokens (chmm.Viterbi), as the paper — and scores the path with
+// with Viterbi (chmm.Decode) — by default (Config.Decode = DecodeSoft) with the soft
+// emissions log ρ (chmm.LogRho), which lets the map's context outvote an uncertain
+// token; with DecodeHard on the hard tokens (chmm.Tokens), as the paper — and scores the path with
 // evaluate.Evaluate; the other read-out's headline metrics go to the report's
 // OtherReadout. Reevaluate re-scores a finished run in place. The report's
 // Training.Joint also holds H(token | place), H(token | class) and H(class | token) of

@@ -38,7 +38,7 @@ func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
 
 // Decode encodes the episode's images with vq (hard tokens and soft posteriors log ρ)
 // and returns the Viterbi path of hmm with the read-out decode: DecodeSoft (emissions
-// log ρ, chmm.ViterbiE) or DecodeHard (the tokens, chmm.Viterbi).
+// log ρ, chmm.LogRho) or DecodeHard (the tokens, chmm.Tokens), decoded by chmm.Decode.
 func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (tokens []int, logRho [][]float32, states []int, err error) {
 	if tokens, logRho, err = vq.Encode(h.Images); err != nil {
 		return nil, nil, nil, err
@@ -47,18 +47,19 @@ func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (token
 	return tokens, logRho, states, err
 }
 
-// Viterbi is Decode's read-out for tokens and logRho already encoded.
+// Viterbi is Decode's read-out for tokens and logRho already encoded: chmm.Decode
+// with the emissions of decode.
 func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, decode string) ([]int, error) {
-	var states []int
-	var err error
+	var e chmm.Emissions
 	switch decode {
 	case DecodeHard:
-		states, _, err = chmm.Viterbi(hmm, chmm.Sequence{Obs: tokens, Actions: h.Episode.Actions})
+		e = chmm.Tokens(tokens)
 	case DecodeSoft:
-		states, _, err = chmm.ViterbiE(hmm, logRho, h.Episode.Actions)
+		e = chmm.LogRho(logRho)
 	default:
 		return nil, fmt.Errorf("pipeline: read-out %q (want %q or %q)", decode, DecodeSoft, DecodeHard)
 	}
+	states, _, err := chmm.Decode(hmm, e, h.Episode.Actions)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %s Viterbi on the held-out episode: %w", decode, err)
 	}

@@ -1116,9 +1116,9 @@ func (r *runner) evaluate() error {
 
 // Evaluate scores vq + hmm on a held-out episode of cfg.EvalSteps steps of env whose
 // images come from the TEST split (paper Sec. 3.9, spec/evaluation.md): the frozen
-// encoder gives hard tokens and log ρ, Viterbi decodes the episode — with the soft
-// emissions log ρ (chmm.ViterbiE) when cfg.Decode is DecodeSoft, with the hard tokens
-// (chmm.Viterbi) when DecodeHard — and evaluate.Evaluate scores the path. The report's
+// encoder gives hard tokens and log ρ, chmm.Decode decodes the episode — with the soft
+// emissions log ρ (chmm.LogRho) when cfg.Decode is DecodeSoft, with the hard tokens
+// (chmm.Tokens) when DecodeHard — and evaluate.Evaluate scores the path. The report's
 // Decode names the read-out, and OtherReadout holds the other one's headline metrics.
 // The episode and its images are drawn from seeds derived from cfg.Seed, disjoint from
 // the training ones.

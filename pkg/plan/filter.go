@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
 
 // Obs is one observation: a hard token and, optionally, the soft posterior
@@ -87,6 +89,7 @@ type Filter struct {
 	belief []float64   // [N]
 	next   []float64   // [N] scratch
 	emit   []float64   // [N] scratch
+	tok    []float64   // [K] scratch: log p(o | k)
 	logLik float64
 	steps  int
 	resets int
@@ -179,41 +182,46 @@ func (f *Filter) Clone() *Filter {
 	g.belief = append([]float64(nil), f.belief...)
 	g.next = make([]float64, len(f.next))
 	g.emit = make([]float64, len(f.emit))
+	g.tok = nil // scratch of its own
 	return &g
 }
 
-// emission fills f.emit with e(j) for observation o (sink 0).
+// emission fills f.emit with e(j) ∝ p(o | ω(j)) for observation o (sink 0), read by the
+// emissions of chmm that Viterbi decodes with too: chmm.LogRho for soft emissions
+// (scaled by the largest, which the normalised belief does not see), chmm.Confused
+// (the confusion matrix, or the one of Noise) for hard tokens.
 func (f *Filter) emission(o Obs) error {
 	mp := f.mp
+	var e chmm.Emissions = chmm.Confused{Tokens: []int{o.Token}, C: f.conf}
 	if f.cfg.Soft {
-		if len(o.LogRho) != mp.K {
-			return fmt.Errorf("plan: filter: soft emissions need log ρ over %d tokens, got %d values", mp.K, len(o.LogRho))
-		}
-		mx := math.Inf(-1)
-		for k, v := range o.LogRho {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 1) {
-				return fmt.Errorf("plan: filter: log ρ[%d] = %v", k, v)
-			}
-			mx = math.Max(mx, float64(v))
-		}
-		if math.IsInf(mx, -1) {
-			return fmt.Errorf("plan: filter: log ρ is -Inf for every token")
+		e = chmm.LogRho{o.LogRho}
+	}
+	if len(f.tok) != mp.K {
+		f.tok = make([]float64, mp.K)
+	}
+	if lik, ok := e.(chmm.Likelihoods); ok { // hard tokens: p(o | k) as it is
+		if err := lik.TokenLikelihoods(0, f.tok); err != nil {
+			return fmt.Errorf("plan: filter: %w", err)
 		}
 		for s := range mp.N {
 			if k := mp.token[s]; k >= 0 {
-				f.emit[s] = math.Exp(float64(o.LogRho[k]) - mx)
+				f.emit[s] = f.tok[k]
 			} else {
 				f.emit[s] = 0
 			}
 		}
 		return nil
 	}
-	if o.Token < 0 || o.Token >= mp.K {
-		return fmt.Errorf("plan: filter: token %d outside [0, %d)", o.Token, mp.K)
+	if err := e.LogTokens(0, f.tok); err != nil {
+		return fmt.Errorf("plan: filter: %w", err)
+	}
+	mx := math.Inf(-1)
+	for _, v := range f.tok {
+		mx = math.Max(mx, v)
 	}
 	for s := range mp.N {
 		if k := mp.token[s]; k >= 0 {
-			f.emit[s] = f.conf[k][o.Token]
+			f.emit[s] = math.Exp(f.tok[k] - mx)
 		} else {
 			f.emit[s] = 0
 		}
