@@ -52,7 +52,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
-	fs.IntVar(&o.restarts, "restarts", 3, "initialisations tried; the one with the highest training likelihood is kept (the gradient trainer: 1 unless given)")
+	fs.IntVar(&o.restarts, "restarts", 3, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.02 bits/step), else keeps the best")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", 0, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (0: the budget as given)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
@@ -62,9 +62,6 @@ func runSymbolic(args []string) error {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if o.trainer == "gradient" && !flagGiven(fs, "restarts") {
-		o.restarts = 1
 	}
 	if o.init != experiment.InitUniform && o.init != experiment.InitRandom {
 		return fmt.Errorf("--init %q: must be uniform or random", o.init)

@@ -135,7 +135,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			ll := acc.ll / fsteps
 			h.add("em", it, ll, time.Since(start).Seconds(), math.NaN())
 			if plateau := ll-prevLL < splitTol && it-lastSplit > 10; plateau && ll > prevLL && splits < cfg.SplitRounds && it < maxIters {
-				if k := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), splitRng); k > 0 {
+				if k, _ := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), emFreeOcc(fsteps) > 1, false, splitRng); k > 0 {
 					splits++
 					lastSplit = it
 					h.Splits = append(h.Splits, Split{Iter: it, States: k})
@@ -155,7 +155,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 					if acc, err = es.run(p, seqs); err != nil {
 						return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
 					}
-					if k := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), splitRng); k > 0 {
+					if k, _ := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), emFreeOcc(fsteps) > 1, false, splitRng); k > 0 {
 						splits++
 						lastSplit = it
 						h.Splits = append(h.Splits, Split{Iter: it, States: k})

@@ -35,6 +35,7 @@ type History struct {
 type Split struct {
 	Iter   int // iteration at which the round happened
 	States int // number of states split
+	Grown  int // of them, split into a clone added to their token (GradConfig.GrowClones)
 }
 
 func (h *History) add(phase string, iter int, ll float64, sec, ent float64) {

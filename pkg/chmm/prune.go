@@ -3,6 +3,8 @@ package chmm
 import (
 	"fmt"
 	"maps"
+	"math"
+	"slices"
 )
 
 // Prune returns a copy of m restricted to the states s with keep[s] (len N; the
@@ -69,4 +71,53 @@ func ViterbiVisits(m *Model, seqs []Sequence, workers int) ([]int, error) {
 		}
 	}
 	return visits, nil
+}
+
+// addClone gives token k one more clone, the last of its block, in place: no state
+// enters it and π never starts there (its incoming logits are −Inf), so the model's
+// distribution is unchanged, and its outgoing rows are uniform. It returns the new
+// state's index; the states after it move up by one.
+func addClone(m *Model, k int) int {
+	n, u := m.N(), m.FirstState(k)+m.Clones[k]
+	nn := n + 1
+	from := func(j int) int { // new index -> old (-1: the new state)
+		switch {
+		case j < u:
+			return j
+		case j == u:
+			return -1
+		default:
+			return j - 1
+		}
+	}
+	pi := make([]float64, nn)
+	theta := make([]float64, m.NumActions*nn*nn)
+	for j := range nn {
+		if s := from(j); s >= 0 {
+			pi[j] = m.PiLogits[s]
+		} else {
+			pi[j] = math.Inf(-1)
+		}
+	}
+	for a := range m.NumActions {
+		for i := range nn {
+			dst := theta[(a*nn+i)*nn : (a*nn+i+1)*nn]
+			si := from(i)
+			for j := range nn {
+				sj := from(j)
+				switch {
+				case si < 0: // the new state's row: uniform
+					dst[j] = 0
+				case sj < 0:
+					dst[j] = math.Inf(-1)
+				default:
+					dst[j] = m.ThetaLogits[(a*n+si)*n+sj]
+				}
+			}
+		}
+	}
+	m.Clones = slices.Clone(m.Clones)
+	m.Clones[k]++
+	m.PiLogits, m.ThetaLogits = pi, theta
+	return u
 }

@@ -69,3 +69,60 @@ func TestViterbiVisits(t *testing.T) {
 		t.Errorf("visits %v, want %v (brute-force paths)", visits, want)
 	}
 }
+
+// TestAddClone: a clone added to a token changes no sequence's likelihood (no state
+// enters it, π never starts there), and the states after it move up by one.
+func TestAddClone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := New([]int{2, 3, 2}, 3, rng)
+	for i := range m.ThetaLogits {
+		m.ThetaLogits[i] += rng.NormFloat64()
+	}
+	var seqs []Sequence
+	for range 3 {
+		var q Sequence
+		for i := range 50 {
+			q.Obs = append(q.Obs, rng.IntN(3))
+			if i > 0 {
+				q.Actions = append(q.Actions, rng.IntN(3))
+			}
+		}
+		seqs = append(seqs, q)
+	}
+	before, err := LogLikelihood(m, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := m.Clone()
+	shared := m.Clones
+	u := addClone(m, 1)
+	if u != 5 || !slices.Equal(m.Clones, []int{2, 4, 2}) || m.N() != 9 || !slices.Equal(shared, []int{2, 3, 2}) {
+		t.Fatalf("new state %d, clones %v (the caller's slice %v), N %d", u, m.Clones, shared, m.N())
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := LogLikelihood(m, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(after-before) > 1e-9*math.Abs(before) {
+		t.Errorf("log-likelihood %.12g, was %.12g", after, before)
+	}
+	tr, old := m.Transitions(), orig.Transitions()
+	if m.Pi()[u] != 0 {
+		t.Errorf("π of the new state %g", m.Pi()[u])
+	}
+	n, on := m.N(), orig.N()
+	for a := range 3 {
+		for i := range n {
+			if i != u && tr[(a*n+i)*n+u] != 0 {
+				t.Errorf("T[%d,%d,new] = %g", a, i, tr[(a*n+i)*n+u])
+			}
+		}
+		// State 6 (token 2's first clone) was state 5; its row to the old 5 (now 6).
+		if got, want := tr[(a*n+6)*n+6], old[(a*on+5)*on+5]; math.Abs(got-want) > 1e-12 {
+			t.Errorf("T[%d,6,6] = %g, was T[%d,5,5] = %g", a, got, a, want)
+		}
+	}
+}

@@ -56,6 +56,18 @@ type GradConfig struct {
 	SplitRounds int
 	SplitMin    float64 // 0: 1e-3
 	SplitNoise  float64 // 0: 0.1
+	// FoldDuplicates lets a split whose token has no unused clone free one, as EM's
+	// splits do: two clones of the token that behave alike (one place held twice) are
+	// folded into one, and the surprising state is split into the freed clone. Without
+	// it a trainer whose full token holds a place twice stops there (DefaultGradConfig:
+	// on; false, the zero value, for callers that set every field).
+	FoldDuplicates bool
+	// GrowClones lets a split whose token has no unused clone, and none to free by
+	// folding, add one to the token (the model grows by a state, which changes
+	// nothing until the split): a clone budget too small for the data sizes itself
+	// at the plateaus instead of stopping there (DefaultGradConfig: on). History's
+	// splits count the clones added.
+	GrowClones bool
 
 	Beta1, Beta2, Eps float64 // Adam (0: 0.9, 0.999, 1e-8)
 
@@ -76,7 +88,7 @@ type GradConfig struct {
 // 2000 iterations, patience 100 with Tol 1e-4, up to 5 clone-splitting
 // rounds.
 func DefaultGradConfig() GradConfig {
-	return GradConfig{Iters: 2000, LR: 0.1, Patience: 100, Tol: 1e-4, SplitRounds: 5}
+	return GradConfig{Iters: 2000, LR: 0.1, Patience: 100, Tol: 1e-4, SplitRounds: 5, FoldDuplicates: true, GrowClones: true}
 }
 
 func (c *GradConfig) fill() error {
@@ -233,12 +245,22 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		}
 		if cfg.Patience > 0 && sinceBest >= cfg.Patience && splits < cfg.SplitRounds {
 			splits++
-			k := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, 1, splitRng)
-			h.Splits = append(h.Splits, Split{Iter: it, States: k})
+			k, grown := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, 1, cfg.FoldDuplicates, cfg.GrowClones, splitRng)
+			h.Splits = append(h.Splits, Split{Iter: it, States: k, Grown: grown})
 			if k > 0 {
 				adamPi = newAdam(len(m.PiLogits), cfg)
 				adamTheta = newAdam(len(m.ThetaLogits), cfg)
 				p = newParams(m)
+				if grown > 0 { // a bigger model: new buffers, and the best so far is this one
+					n = m.N()
+					gPi, gTheta = make([]float64, n), make([]float64, len(m.ThetaLogits))
+					es = newEstepper(p, cfg.Workers, nseq)
+					if full {
+						best = ll
+						bestPi = append([]float64(nil), m.PiLogits...)
+						bestTheta = append([]float64(nil), m.ThetaLogits...)
+					}
+				}
 				sinceBest, ref = 0, math.Inf(-1)
 				rep.report(it, ll, false)
 				continue
@@ -377,10 +399,11 @@ func (s *chunkSampler) sample(out []Sequence) {
 
 // splitClones splits every state whose transition cost per step exceeds
 // minCost into an unused clone of the same token (see GradConfig.SplitRounds)
-// (one with fewer than freeOcc expected visits) and returns the number of
+// (one with fewer than freeOcc expected visits; with fold, when there is none, one
+// freed by folding two alike clones: freeDuplicate) and returns the number of
 // states split. p and acc describe m at the current
 // iterate; costs use the expected counts ξ of acc.
-func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise, freeOcc float64, rng *rand.Rand) int {
+func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise, freeOcc float64, fold, grow bool, rng *rand.Rand) (split, grown int) {
 	n := p.n
 	// occ: expected visits leaving state i. cost: surprise of the next token,
 	// −Σ_a Σ_k ξ_a(i, clones(k)) log T[a, i, clones(k)] (token-level, so that
@@ -410,7 +433,7 @@ func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise, freeOcc
 	}
 	slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
 	used := make([]bool, n)
-	split := 0
+	var want []int // states with no clone to split into
 	for _, i := range cand {
 		k := m.Token(i)
 		f := p.first[k]
@@ -420,17 +443,32 @@ func splitClones(m *Model, p *params, acc *accum, steps, minCost, noise, freeOcc
 				u, best = c, occ[c]
 			}
 		}
-		if u < 0 && freeOcc > 1 {
+		if u < 0 && fold {
 			u = freeDuplicate(m, p, k, i, used)
 		}
 		if u < 0 {
+			if !used[i] {
+				want = append(want, i)
+			}
 			continue
 		}
 		used[i], used[u] = true, true
 		splitState(m, i, u, noise, rng)
 		split++
 	}
-	return split
+	if !grow {
+		return split, 0
+	}
+	// New clones, highest token first: adding to token k moves only the states of
+	// the tokens after it, which are done by then.
+	slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(b, a) })
+	for _, i := range want {
+		u := addClone(m, m.Token(i))
+		splitState(m, i, u, noise, rng)
+		split++
+		grown++
+	}
+	return split, grown
 }
 
 // splitState makes u a noisy copy of state i: every source row (and π)

@@ -49,8 +49,9 @@ type Training struct {
 type TrainerRun struct {
 	Name        string `json:"name"`
 	Iterations  int    `json:"iterations"`
-	SplitRounds int    `json:"split_rounds"`   // clone-splitting rounds
-	Stop        string `json:"stop,omitempty"` // chmm.History.Stop
+	SplitRounds int    `json:"split_rounds"`           // clone-splitting rounds
+	ClonesAdded int    `json:"clones_added,omitempty"` // clones the splits added (chmm.GradConfig.GrowClones)
+	Stop        string `json:"stop,omitempty"`         // chmm.History.Stop
 }
 
 // Joint is the record of a joint VQ-VAE + cloned-HMM phase.
@@ -248,6 +249,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 		s := fmt.Sprintf("%s %d iterations", r.Name, r.Iterations)
 		if r.SplitRounds > 0 {
 			s += fmt.Sprintf(", %d splitting rounds", r.SplitRounds)
+		}
+		if r.ClonesAdded > 0 {
+			s += fmt.Sprintf(", %d clone(s) added", r.ClonesAdded)
 		}
 		if r.Stop != "" {
 			s += " (" + r.Stop + ")"

@@ -24,7 +24,7 @@ func TestPlanSymbolic(t *testing.T) {
 	for _, ep := range SymbolicTrainingWalks(env, 1, 1, 3000) {
 		train = append(train, tok.Sequence(ep))
 	}
-	m, _, err := TrainSymbolic(SymbolicInit(chmm.UniformClones(len(tok.Classes), 5), env.NumActions(), 1, InitUniform), train,
+	m, _, _, err := TrainSymbolic(SymbolicInit(chmm.UniformClones(len(tok.Classes), 5), env.NumActions(), 1, InitUniform), train,
 		Training{Trainer: TrainerEM, Seed: 1, Pseudocount: 2e-3}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,19 @@ import (
 
 // keepBest trains max(1, t.Restarts) starts with train1 — m itself, then models
 // drawn from the seed streams (t.Seed, 2 + r<<8) — and returns the one with the
-// highest training likelihood (training data only) and its history.
+// highest training likelihood (training data only), its history and the number of
+// starts trained: with t.UntilFit, the first start that predicts its training walks
+// (at most chmm.ExactBits bits per step) ends the search.
 func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer,
-	train1 func(mr *chmm.Model, r int, bar func(total int) *progress.Bar) (*chmm.History, error)) (*chmm.Model, *chmm.History, error) {
+	train1 func(mr *chmm.Model, r int, bar func(total int) *progress.Bar) (*chmm.History, error)) (*chmm.Model, *chmm.History, int, error) {
 	n := max(1, t.Restarts)
 	var best *chmm.Model
 	var bestH *chmm.History
 	bestLL := math.Inf(-1)
+	steps := 0
+	for _, q := range train {
+		steps += len(q.Obs)
+	}
 	for r := range n {
 		mr := m
 		if r > 0 {
@@ -41,20 +47,23 @@ func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.W
 		}
 		h, err := train1(mr, r, bar)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, r + 1, err
 		}
 		if n == 1 {
-			return mr, h, nil
+			return mr, h, 1, nil
 		}
 		ll, err := chmm.LogLikelihood(mr, train)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, r + 1, err
 		}
 		if ll > bestLL {
 			best, bestH, bestLL = mr, h, ll
 		}
+		if t.UntilFit && -ll/float64(steps)/math.Ln2 <= chmm.ExactBits {
+			return best, bestH, r + 1, nil
+		}
 	}
-	return best, bestH, nil
+	return best, bestH, n, nil
 }
 
 // Symbolic trainers (paper Sec. 5.1).
@@ -79,6 +88,10 @@ type Training struct {
 	Pseudocount  float64
 	ViterbiIters int
 	Restarts     int
+	// UntilFit ends the restarts at the first start whose map predicts its training
+	// walks (at most chmm.ExactBits bits per step, the verdict's bar): a start that fits
+	// needs no other, and one stuck on a plateau gets another start.
+	UntilFit bool
 	// Init is the start of the EM restarts r > 0 (the first start is the model
 	// given): InitUniform (chmm.New, default) or InitRandom (chmm.NewRandom).
 	Init string
@@ -92,10 +105,11 @@ const (
 
 // TrainSymbolic trains m on train and returns the trained model (m itself for the
 // gradient trainer; for EM the best restart, m when it is the first) and the kept
-// run's history. Progress bars go to progressOut when it is not nil.
-func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer) (*chmm.Model, *chmm.History, error) {
+// run's history, and the number of starts trained. Progress bars go to progressOut
+// when it is not nil.
+func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer) (*chmm.Model, *chmm.History, int, error) {
 	if t.Init != "" && t.Init != InitUniform && t.Init != InitRandom {
-		return nil, nil, fmt.Errorf("experiment: init %q: want %q or %q", t.Init, InitUniform, InitRandom)
+		return nil, nil, 0, fmt.Errorf("experiment: init %q: want %q or %q", t.Init, InitUniform, InitRandom)
 	}
 	workers := runtime.GOMAXPROCS(0)
 	switch t.Trainer {
@@ -114,7 +128,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 			gc.Progress = func(p chmm.Progress) { b.Update(p.Iter, "ll/step %.5f", p.LogLik) }
 			h, err := chmm.TrainGradient(mr, train, gc)
 			if err == nil {
-				b.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+				b.Finish(len(h.LogLik), "%s (%s)", h.Stop, splitText(h))
 			}
 			return h, err
 		})
@@ -135,7 +149,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 			return h, err
 		})
 	}
-	return nil, nil, fmt.Errorf("experiment: trainer %q: want %q or %q", t.Trainer, TrainerGradient, TrainerEM)
+	return nil, nil, 0, fmt.Errorf("experiment: trainer %q: want %q or %q", t.Trainer, TrainerGradient, TrainerEM)
 }
 
 // Tokens maps an environment's classes to the tokens of a symbolic run: token k is
@@ -208,17 +222,34 @@ func DiagnoseSymbolic(m *chmm.Model, train []chmm.Sequence, heldOut chmm.Sequenc
 	return d, nil
 }
 
-// SymbolicTraining is the report's record of a symbolic map m trained on train with
-// t: the walks, the starts, the clones, and how the kept start's training ran (h; nil
-// for a map loaded, not trained).
-func SymbolicTraining(m *chmm.Model, train []chmm.Sequence, t Training, h *chmm.History) *evaluate.Training {
+// splitText says how many clone-splitting rounds a gradient run had and how many
+// clones they added.
+func splitText(h *chmm.History) string {
+	grown := 0
+	for _, s := range h.Splits {
+		grown += s.Grown
+	}
+	if grown == 0 {
+		return fmt.Sprintf("%d clone-splitting rounds", len(h.Splits))
+	}
+	return fmt.Sprintf("%d clone-splitting rounds, %d clones added", len(h.Splits), grown)
+}
+
+// SymbolicTraining is the report's record of a symbolic map m trained on train in
+// starts starts: the walks, the starts, the clones, and how the kept start's training
+// ran (h; nil for a map loaded, not trained).
+func SymbolicTraining(m *chmm.Model, train []chmm.Sequence, starts int, h *chmm.History) *evaluate.Training {
 	rec := &evaluate.Training{Episodes: len(train), Clones: m.Clones}
 	if len(train) > 0 {
 		rec.Steps = len(train[0].Obs)
 	}
 	if h != nil {
-		rec.Restarts = max(1, t.Restarts)
-		rec.Runs = []evaluate.TrainerRun{{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop}}
+		rec.Restarts = max(1, starts)
+		run := evaluate.TrainerRun{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop}
+		for _, s := range h.Splits {
+			run.ClonesAdded += s.Grown
+		}
+		rec.Runs = []evaluate.TrainerRun{run}
 	}
 	return rec
 }

@@ -55,12 +55,12 @@ func TestTrainSymbolicEMKeepsBestRestart(t *testing.T) {
 		clones[k] = 3
 	}
 	tr := Training{Trainer: TrainerEM, Seed: 1, Iters: 30, Pseudocount: 1e-3}
-	one, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	one, _, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Restarts = 3
-	best, h, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	best, h, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil || h == nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestTrainSymbolicGradientInPlace(t *testing.T) {
 	}
 	m := SymbolicInit(clones, env.NumActions(), 1, InitUniform)
 	before, _ := chmm.LogLikelihood(m, train)
-	got, h, err := TrainSymbolic(m, train, Training{Trainer: TrainerGradient, Seed: 1, Iters: 50}, nil)
+	got, h, _, err := TrainSymbolic(m, train, Training{Trainer: TrainerGradient, Seed: 1, Iters: 50}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,10 @@ func TestTrainSymbolicGradientInPlace(t *testing.T) {
 	if got != m || len(h.LogLik) == 0 || !(after > before) {
 		t.Errorf("same model %v, %d iterations, ℓ %g → %g", got == m, len(h.LogLik), before, after)
 	}
-	if _, _, err := TrainSymbolic(m, train, Training{Trainer: "sgd"}, nil); err == nil || !strings.Contains(err.Error(), "sgd") {
+	if _, _, _, err := TrainSymbolic(m, train, Training{Trainer: "sgd"}, nil); err == nil || !strings.Contains(err.Error(), "sgd") {
 		t.Errorf("trainer sgd: %v", err)
 	}
-	if _, _, err := TrainSymbolic(m, train, Training{Trainer: TrainerEM, Init: "zeros"}, nil); err == nil || !strings.Contains(err.Error(), "zeros") {
+	if _, _, _, err := TrainSymbolic(m, train, Training{Trainer: TrainerEM, Init: "zeros"}, nil); err == nil || !strings.Contains(err.Error(), "zeros") {
 		t.Errorf("init zeros: %v", err)
 	}
 }
@@ -106,12 +106,12 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 		clones[k] = 2
 	}
 	tr := Training{Trainer: TrainerGradient, Seed: 1, Iters: 40}
-	one, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	one, _, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Restarts = 3
-	best, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
+	best, _, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,19 +122,19 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 	}
 }
 
-// TestRunSymbolicGrow: from one clone per class, aliased (4 places per class) cannot be
-// resolved and the verdict says the budget binds; with GrowRounds the full tokens'
-// budgets double until the map predicts its walks, and the map is recovered.
+// TestRunSymbolicGrow: EM (which does not add clones while it trains) from one clone
+// per class on aliased is not recovered and is flagged "clones"; with GrowRounds the
+// full tokens' budgets double until it is, to a power of 2 of at least 4.
 func TestRunSymbolicGrow(t *testing.T) {
 	env, err := gridworld.Named("aliased")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := DefaultSymbolic(env, TrainerGradient)
+	s, err := DefaultSymbolic(env, TrainerEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass = 2, 3000, 2000, 1
+	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass, s.Restarts, s.Iters = 2, 3000, 2000, 1, 1, 200
 	fixed, err := RunSymbolic(s, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +156,38 @@ func TestRunSymbolicGrow(t *testing.T) {
 		if c < 4 || c&(c-1) != 0 {
 			t.Errorf("token %d: %d clones, want a power of 2 of at least 4 (4 places)", k, c)
 		}
+	}
+}
+
+// TestGradientGrowsInPlace: the gradient trainer started from one clone per class on
+// aliased adds clones at its plateaus (chmm.GradConfig.GrowClones) until every one of
+// the 16 places has its own: 4 clones per token, 12 added, the map recovered, and the
+// report says so.
+func TestGradientGrowsInPlace(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, TrainerGradient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass = 2, 3000, 2000, 1
+	run, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := run.Report.Training
+	added := 0
+	for _, r := range rec.Runs {
+		added += r.ClonesAdded
+	}
+	if !slices.Equal(rec.Clones, []int{4, 4, 4, 4}) || added != 12 || run.Report.ViterbiMap.F1 != 1 || !run.Report.Diagnosis.Verdict.Resolved {
+		t.Errorf("clones %v, %d added, F1 %.3f, verdict %s", rec.Clones, added, run.Report.ViterbiMap.F1, run.Report.Diagnosis.Verdict.Text)
+	}
+	var table strings.Builder
+	if err := run.Report.WriteTable(&table); err != nil || !strings.Contains(table.String(), "12 clone(s) added") {
+		t.Errorf("report table (%v) does not say how many clones were added:\n%s", err, table.String())
 	}
 }
 

@@ -36,6 +36,9 @@ type Symbolic struct {
 	ClonesByClass  map[int]int `json:"clones_by_class,omitempty"`
 	Iters          int         `json:"iters"`    // maximum iterations (0: the trainer's default)
 	Restarts       int         `json:"restarts"` // starts trained, the best training likelihood kept (0 or 1: one)
+	// UntilFit makes Restarts a maximum: the first start whose map predicts its training
+	// walks (at most chmm.ExactBits bits per step) ends the search (Training.UntilFit).
+	UntilFit bool `json:"until_fit,omitempty"`
 	// Pseudocount is EM's pseudocount; ViterbiIters bounds EM's hard (Viterbi)
 	// iterations after Baum–Welch (0: none). They use pseudocount 0 and leave exact
 	// zeros, which a short held-out walk can hit.
@@ -58,8 +61,9 @@ type Symbolic struct {
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
-// a held-out walk as long as a training walk, the trainer's iterations, 3 starts for
-// EM and 1 for the gradient trainer, seed 1. A custom environment keeps its layout.
+// a held-out walk as long as a training walk, the trainer's iterations, the best of 3
+// starts for EM and up to 3 for the gradient trainer, which stops at the first that
+// fits its training walks (UntilFit), seed 1. A custom environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if trainer != TrainerGradient && trainer != TrainerEM {
 		return Symbolic{}, &FieldError{Field: "Trainer", Value: fmt.Sprintf("%q", trainer), Need: fmt.Sprintf("want %q or %q", TrainerGradient, TrainerEM)}
@@ -73,14 +77,12 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if pc == 0 {
 		pc = chmm.DefaultEMConfig().Pseudocount
 	}
-	restarts := 1
-	if trainer == TrainerEM {
-		restarts = 3
-	}
+	restarts := 3
+	untilFit := trainer == TrainerGradient // EM keeps the best of its 3 starts
 	return Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: restarts, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters}, nil
+		Restarts: restarts, UntilFit: untilFit, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters}, nil
 }
 
 // Symbolic returns the symbolic experiment s at size z: s itself at full size;
@@ -181,7 +183,7 @@ func (s Symbolic) Validate() error {
 // Training is how s trains (TrainSymbolic).
 func (s Symbolic) Training() Training {
 	return Training{Trainer: s.Trainer, Seed: s.Seed, Iters: s.Iters, LR: s.LR, Entropy: s.Entropy,
-		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, Init: s.Init}
+		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, UntilFit: s.UntilFit, Init: s.Init}
 }
 
 // SymbolicRun is a symbolic experiment's map with its held-out walk decoded and scored.
@@ -229,7 +231,7 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 		if err := m.CheckCompatible(len(tokens.Classes), env.NumActions()); err != nil {
 			return nil, fmt.Errorf("the map does not fit environment %s: %w", env.Name, err)
 		}
-		run.Model, record = m, SymbolicTraining(m, train, Training{}, nil)
+		run.Model, record = m, SymbolicTraining(m, train, 0, nil)
 	} else {
 		clones := s.Clones(tokens)
 		t := s.Training()
@@ -239,10 +241,11 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 				fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s\n",
 					env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer)
 			}
-			if run.Model, run.History, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+			var starts int
+			if run.Model, run.History, starts, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 				return nil, err
 			}
-			record = SymbolicTraining(run.Model, train, t, run.History)
+			record = SymbolicTraining(run.Model, train, starts, run.History)
 			record.GrowRounds = round
 			if round == s.GrowRounds {
 				break

@@ -35,7 +35,7 @@ type SymbolicSuite struct {
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
 	Trainers []string  // "gradient", "em" (nil: both)
 	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // EM's initialisations per run (0: 3); gradient runs train one start
+	Restarts int       // EM's initialisations per run (0: 3); gradient runs take DefaultSymbolic's (up to 3, until one fits)
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists
@@ -143,7 +143,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 }
 
 // symbolicSuiteRun is one run of a symbolic suite: the environment's defaults, the
-// seed, and restarts starts for EM (one for gradient).
+// seed, and restarts starts for EM (DefaultSymbolic's for gradient).
 func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.Writer) (*evaluate.Report, error) {
 	env, err := gridworld.Named(envName)
 	if err != nil {
@@ -153,9 +153,9 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.W
 	if err != nil {
 		return nil, err
 	}
-	s.Seed, s.Init, s.Restarts = uint64(seed), InitUniform, restarts
-	if trainer != "em" {
-		s.Restarts = 1
+	s.Seed, s.Init = uint64(seed), InitUniform
+	if trainer == TrainerEM {
+		s.Restarts = restarts
 	}
 	run, err := RunSymbolic(s, nil, progress)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestVerdictStudy(t *testing.T) {
 				}
 				m := SymbolicInit(clones, env.NumActions(), seed, InitUniform)
 				t0 := time.Now()
-				m, _, err := TrainSymbolic(m, train, Training{Trainer: trainer, Seed: seed, Pseudocount: pc,
+				m, _, _, err := TrainSymbolic(m, train, Training{Trainer: trainer, Seed: seed, Pseudocount: pc,
 					ViterbiIters: chmm.DefaultEMConfig().ViterbiIters}, nil)
 				if err != nil {
 					t.Fatal(err)
