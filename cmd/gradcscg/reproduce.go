@@ -43,8 +43,15 @@ func runReproduce(args []string) error {
 	if *quiet {
 		progress = nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The pixel suites stop at a checkpoint on Ctrl-C or SIGTERM and resume where they
+	// stopped; the symbolic and plan suites are simply killed, and a rerun skips the
+	// reports already written.
+	ctx := context.Background()
+	if *suite == "images" || *suite == "ablation" || *suite == "stress" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
 	envs := splitList(*envsFlag)
 	for _, e := range envs {
 		if _, err := gridworld.Named(e); err != nil {
