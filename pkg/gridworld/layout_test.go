@@ -155,3 +155,22 @@ func TestNewGridErrors(t *testing.T) {
 		t.Errorf("negative: %v", err)
 	}
 }
+
+// TestShippedLayouts: every layout the repository ships (layouts/*.txt, which the
+// README's commands use) loads.
+func TestShippedLayouts(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "layouts", "*.txt"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no layouts: %v", err)
+	}
+	for _, p := range paths {
+		e, err := LoadLayout(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".txt"); e.Name != want {
+			t.Errorf("%s: name %q, want %q", p, e.Name, want)
+		}
+	}
+}
