@@ -52,7 +52,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
-	fs.IntVar(&o.restarts, "restarts", 3, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.02 bits/step), else keeps the best")
+	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 3, gradient up to 5)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", 0, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (0: the budget as given)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
@@ -133,7 +133,10 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Seed, s.Init, s.Restarts = o.seed, o.init, o.restarts
+	s.Seed, s.Init = o.seed, o.init
+	if o.restarts > 0 {
+		s.Restarts = o.restarts
+	}
 	s.Iters, s.LR, s.Entropy, s.GrowRounds = o.iters, o.lr, o.entropy, o.grow
 	if o.episodes > 0 {
 		s.Episodes = o.episodes

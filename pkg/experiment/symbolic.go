@@ -17,7 +17,7 @@ import (
 // drawn from the seed streams (t.Seed, 2 + r<<8) — and returns the one with the
 // highest training likelihood (training data only), its history and the number of
 // starts trained: with t.UntilFit, the first start that predicts its training walks
-// (at most chmm.ExactBits bits per step) ends the search.
+// (at most FitBits bits per step) ends the search.
 func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.Writer,
 	train1 func(mr *chmm.Model, r int, bar func(total int) *progress.Bar) (*chmm.History, error)) (*chmm.Model, *chmm.History, int, error) {
 	n := max(1, t.Restarts)
@@ -59,12 +59,21 @@ func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.W
 		if ll > bestLL {
 			best, bestH, bestLL = mr, h, ll
 		}
-		if t.UntilFit && -ll/float64(steps)/math.Ln2 <= chmm.ExactBits {
+		if t.UntilFit && -ll/float64(steps)/math.Ln2 <= FitBits {
 			return best, bestH, r + 1, nil
 		}
 	}
 	return best, bestH, n, nil
 }
+
+// FitBits is the training walks' cost below which a start of UntilFit ends the
+// search: every recovered map of the symbolic suites (reference walks; 7 environments,
+// both trainers, gradient seeds 1–10) cost at most 0.0008 bits per step on its
+// training walks, and every map that was not recovered at least 0.0175 (a two-loop
+// layout's gradient map with one merged clone, which the verdict's 0.02,
+// chmm.ExactBits, lets through). A map trained on far less data (one 600-step walk)
+// can cost more while right; it then merely gets its other starts.
+const FitBits = 0.005
 
 // Symbolic trainers (paper Sec. 5.1).
 const (
@@ -89,7 +98,7 @@ type Training struct {
 	ViterbiIters int
 	Restarts     int
 	// UntilFit ends the restarts at the first start whose map predicts its training
-	// walks (at most chmm.ExactBits bits per step, the verdict's bar): a start that fits
+	// walks (at most FitBits bits per step): a start that fits
 	// needs no other, and one stuck on a plateau gets another start.
 	UntilFit bool
 	// Init is the start of the EM restarts r > 0 (the first start is the model

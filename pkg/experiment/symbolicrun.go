@@ -37,7 +37,7 @@ type Symbolic struct {
 	Iters          int         `json:"iters"`    // maximum iterations (0: the trainer's default)
 	Restarts       int         `json:"restarts"` // starts trained, the best training likelihood kept (0 or 1: one)
 	// UntilFit makes Restarts a maximum: the first start whose map predicts its training
-	// walks (at most chmm.ExactBits bits per step) ends the search (Training.UntilFit).
+	// walks (at most FitBits bits per step) ends the search (Training.UntilFit).
 	UntilFit bool `json:"until_fit,omitempty"`
 	// Pseudocount is EM's pseudocount; ViterbiIters bounds EM's hard (Viterbi)
 	// iterations after Baum–Welch (0: none). They use pseudocount 0 and leave exact
@@ -62,7 +62,7 @@ type Symbolic struct {
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
 // a held-out walk as long as a training walk, the trainer's iterations, the best of 3
-// starts for EM and up to 3 for the gradient trainer, which stops at the first that
+// starts for EM and up to 5 for the gradient trainer, which stops at the first that
 // fits its training walks (UntilFit), seed 1. A custom environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if trainer != TrainerGradient && trainer != TrainerEM {
@@ -77,8 +77,10 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if pc == 0 {
 		pc = chmm.DefaultEMConfig().Pseudocount
 	}
-	restarts := 3
-	untilFit := trainer == TrainerGradient // EM keeps the best of its 3 starts
+	restarts, untilFit := 3, false // EM keeps the best of 3 starts
+	if trainer == TrainerGradient {
+		restarts, untilFit = 5, true // the first that fits
+	}
 	return Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
