@@ -68,8 +68,8 @@
 //   - Every term is finite by construction. The diversity penalty computes ρ̄ in log
 //     space (vqvae.DiversityPenalty): averaging exp(log ρ) made an unused code's ρ̄ a
 //     float32 denormal near collapse, whose 1/ρ̄ overflowed and turned the encoder
-//     gradient into NaN while the loss was still finite — the cause of the divergences
-//     of room (conv, seed 1, iteration 1331) and of the MLP ablations.
+//     gradient into NaN while the loss was still finite (the divergences the README's
+//     "Stability and speed" section describes).
 //   - A step that would write a non-finite value is not applied (Joint.Step,
 //     StepMetrics.Applied): every variable keeps its value, and the history says so.
 //   - Config.CollapseLevel (0.25): when the smoothed (0.9) hard-token perplexity of the
@@ -81,9 +81,9 @@
 //     (vqvae.ReviveCodes) and continues. A checkpoint is healthy if its smoothed
 //     perplexity was above 1 + 0.5·(P₀ − 1) and no step since the previous one was
 //     skipped. Merging two classes into one token, how the joint phase makes a place's
-//     token consistent, lowers the perplexity far less (aliased 4 → 2.9, where the
-//     threshold is 1.75). Each intervention is in the state, the loss history (Figure 6
-//     marks it) and the report (evaluate.Report.Training.Joint.Guard).
+//     token consistent, lowers the perplexity far less. Each intervention is in the
+//     state, the loss history (Figure 6 marks it) and the report
+//     (evaluate.Report.Training.Joint.Guard).
 //
 // The reference-like guard (Config.CollapseFrac, off by default) restores only the
 // perception from the snapshot of the best smoothed perplexity and throttles λ; it read
