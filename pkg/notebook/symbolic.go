@@ -148,7 +148,7 @@ func checkOrWriteSymbolicConfig(dir string, cfg SymbolicConfig) error {
 		return fmt.Errorf("notebook: %s: %w", path, err)
 	}
 	if diff := diffFields(old, cfg); diff != "" {
-		return fmt.Errorf("notebook: %s holds another symbolic run (%s): use another directory", dir, diff)
+		return fmt.Errorf("notebook: %s holds another symbolic run (%s): delete it to train again with these settings (defaults change between versions), or use another directory", dir, diff)
 	}
 	return nil
 }
