@@ -54,11 +54,14 @@
 // one of the places over. TrainGradient therefore splits, at a plateau, every
 // state whose next token is surprising into an unused clone of its token
 // (GradConfig.SplitRounds; our addition, not in the paper): the split keeps
-// the likelihood, and gradient descent then separates the copies.
+// the likelihood, and gradient descent then separates the copies. A token
+// with no unused clone frees one by folding two clones that behave alike
+// (FoldDuplicates, as EM does), or gets one more clone (GrowClones): the
+// model grows by a state at the plateau instead of stopping there.
 //
 // Defaults (DefaultGradConfig): full batch, LR 0.1, at most 2000 iterations,
 // early stopping after 100 iterations without a gain of 1e-4 in ℓ/T, up to
-// 5 splitting rounds. What they recover, and what did not help, is measured in
+// 5 splitting rounds, folding and growth on. What they recover, and what did not help, is measured in
 // the README ("Symbolic maps").
 //
 // # File format
