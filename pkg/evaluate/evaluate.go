@@ -53,81 +53,106 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		return nil, err
 	}
 	env := in.Env
-	T, N, K, P, A := len(in.Places), in.NumStates, in.NumTokens, env.NumPlaces(), env.NumActions()
-
 	r := &Report{
-		NumTokens: K,
-		NumStates: N,
-		NumPlaces: P,
-		Steps:     T,
+		NumTokens: in.NumTokens,
+		NumStates: in.NumStates,
+		NumPlaces: env.NumPlaces(),
+		Steps:     len(in.Places),
 		TrueEdges: len(env.Edges()),
 		Env:       env.Name,
 	}
+	m, err := r.assign(in)
+	if err != nil {
+		return nil, err
+	}
+	Wa := r.projectedMap(in, opt, m)
+	r.viterbiPathMap(in, opt, m)
+	r.actionAccuracy(env, m, Wa)
+	r.tokenStats(in, opt, m)
+	el := time.Since(start).Seconds()
+	r.Seconds = map[string]float64{"evaluate": el, "total": el}
+	return r, nil
+}
 
-	// χ(s) (paper 3.9, "State-to-place assignment") and n(s, χ(s)).
+// assignment is the state→place assignment of a decoded walk and the places it covers.
+type assignment struct {
+	chi     []int  // χ(s), -1 for unvisited states
+	visited []int  // V: the visited states, increasing
+	rep     []int  // R: the represented places χ(V), increasing
+	pos     []int  // position of a represented place in rep
+	isVis   []bool // places the walk visits
+}
+
+// assign computes χ (paper 3.9, "State-to-place assignment"), the clone and
+// state→place purities and the represented and visited places.
+func (r *Report) assign(in Input) (*assignment, error) {
+	T, N, P := len(in.Places), in.NumStates, in.Env.NumPlaces()
 	chi, visits, err := Assign(in.Places, in.States, N) // χ = -1 for unvisited states
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]int, N)
+	hits := make([]int, N) // n(s, χ(s))
 	for t, s := range in.States {
 		if in.Places[t] == chi[s] {
 			hits[s]++
 		}
 	}
-	var visited []int // V, increasing
+	m := &assignment{chi: chi}
 	sumMax, purity := 0, 0.0
 	for s := range N {
 		if visits[s] == 0 {
 			continue
 		}
-		visited = append(visited, s)
+		m.visited = append(m.visited, s)
 		sumMax += hits[s]
 		purity += float64(hits[s]) / float64(visits[s])
 	}
 	r.StatePlace = chi
-	r.VisitedStates = len(visited)
-	r.ClonePurity = purity / float64(len(visited))
+	r.VisitedStates = len(m.visited)
+	r.ClonePurity = purity / float64(len(m.visited))
 	r.StatePlacePurity = float64(sumMax) / float64(T)
 
-	// Represented and visited places.
 	isRep := make([]bool, P)
-	for _, s := range visited {
+	for _, s := range m.visited {
 		isRep[chi[s]] = true
 	}
-	var rep []int // R, increasing place id
 	for g, ok := range isRep {
 		if ok {
-			rep = append(rep, g)
+			m.rep = append(m.rep, g)
 		}
 	}
-	isVis := make([]bool, P)
+	m.isVis = make([]bool, P)
 	for _, g := range in.Places {
-		isVis[g] = true
+		m.isVis[g] = true
 	}
-	for _, ok := range isVis {
+	for _, ok := range m.isVis {
 		if ok {
 			r.VisitedPlaces++
 		}
 	}
-	r.RepresentedPlaces = len(rep)
-	r.RepresentedPlaceFraction = float64(len(rep)) / float64(r.VisitedPlaces)
-	r.StatesPerPlace = float64(len(visited)) / float64(len(rep))
-
-	// Projected map W_a(g,g') over represented places, indexed by position in rep.
-	R := len(rep)
-	pos := make([]int, P)
-	for i, g := range rep {
-		pos[g] = i
+	r.RepresentedPlaces = len(m.rep)
+	r.RepresentedPlaceFraction = float64(len(m.rep)) / float64(r.VisitedPlaces)
+	r.StatesPerPlace = float64(len(m.visited)) / float64(len(m.rep))
+	m.pos = make([]int, P)
+	for i, g := range m.rep {
+		m.pos[g] = i
 	}
-	Wa := make([]float64, A*R*R) // [A, R, R]
+	return m, nil
+}
+
+// projectedMap scores the projected map W = max_a W_a over the represented places at
+// every threshold and returns W_a(g, g') = max over clones of g, g' of T[a, ·, ·],
+// [A, R, R] indexed by position in rep.
+func (r *Report) projectedMap(in Input, opt Options, m *assignment) []float64 {
+	N, A, R := in.NumStates, in.Env.NumActions(), len(m.rep)
+	Wa := make([]float64, A*R*R)
 	for a := range A {
-		for _, i := range visited {
-			gi := pos[chi[i]]
+		for _, i := range m.visited {
+			gi := m.pos[m.chi[i]]
 			row := in.Trans[(a*N+i)*N : (a*N+i+1)*N]
 			out := Wa[(a*R+gi)*R : (a*R+gi+1)*R]
-			for _, j := range visited {
-				if v, gj := row[j], pos[chi[j]]; v > out[gj] {
+			for _, j := range m.visited {
+				if v, gj := row[j], m.pos[m.chi[j]]; v > out[gj] {
 					out[gj] = v
 				}
 			}
@@ -139,23 +164,28 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 			W[k] = max(W[k], v)
 		}
 	}
-	truth := env.Edges()
+	truth := in.Env.Edges()
 	for _, eta := range opt.Thresholds {
 		var learned [][2]int
 		for x := range R {
 			for y := x + 1; y < R; y++ {
 				if W[x*R+y] > eta || W[y*R+x] > eta {
-					learned = append(learned, [2]int{rep[x], rep[y]})
+					learned = append(learned, [2]int{m.rep[x], m.rep[y]})
 				}
 			}
 		}
 		r.ProjectedMap = append(r.ProjectedMap, ThresholdScore{Threshold: eta, EdgeScore: score(learned, truth)})
 	}
+	return Wa
+}
 
-	// Viterbi-path map: traversal counts per undirected place pair.
+// viterbiPathMap counts the decoded walk's moves between places (undirected pairs)
+// and scores the pairs crossed more than f·T times, at the cutoff and its sweep.
+func (r *Report) viterbiPathMap(in Input, opt Options, m *assignment) {
+	T := len(in.Places)
 	counts := map[[2]int]int{}
 	for t := 0; t+1 < T; t++ {
-		g, h := chi[in.States[t]], chi[in.States[t+1]]
+		g, h := m.chi[in.States[t]], m.chi[in.States[t+1]]
 		if g != h {
 			counts[[2]int{min(g, h), max(g, h)}]++
 		}
@@ -176,25 +206,31 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		}
 		return es
 	}
+	truth := in.Env.Edges()
 	r.ViterbiEdges = kept(opt.Cutoff)
 	r.ViterbiMap = CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(r.ViterbiEdges, truth)}
 	for _, f := range opt.CutoffSweep {
 		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(kept(f), truth)})
 	}
+}
 
-	// Action-outcome accuracy over (g ∈ R, a available at g).
+// actionAccuracy is the share of (represented place, available action) pairs whose
+// most likely projected successor (W_a) is the true one, and their coverage of all
+// pairs.
+func (r *Report) actionAccuracy(env *gridworld.Env, m *assignment, Wa []float64) {
+	R := len(m.rep)
 	correct, pairs, allPairs := 0, 0, 0
-	for g := range P {
+	for g := range env.NumPlaces() {
 		allPairs += env.ActionsAt(g)
 	}
-	for x, g := range rep {
+	for x, g := range m.rep {
 		for a := range env.ActionsAt(g) {
 			pairs++
 			row := Wa[(a*R+x)*R : (a*R+x+1)*R]
 			best, pred := 0.0, -1
 			for y, v := range row {
 				if v > best { // strict: ties keep the lowest place id
-					best, pred = v, rep[y]
+					best, pred = v, m.rep[y]
 				}
 			}
 			if pred >= 0 && pred == env.Next(g, a) {
@@ -204,8 +240,13 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 	}
 	r.ActionAccuracy = float64(correct) / float64(pairs)
 	r.ActionCoverage = float64(pairs) / float64(allPairs)
+}
 
-	// Token statistics from the joint n(k,g).
+// tokenStats fills the token metrics from the joint counts n(k, g): the conditional
+// entropies, tokens per place and places per token (a pair counts from MinTokenShare
+// of the place's visits), the active codes and the perplexity.
+func (r *Report) tokenStats(in Input, opt Options, m *assignment) {
+	K, P := in.NumTokens, in.Env.NumPlaces()
 	nkg := make([]int, K*P) // [K, P]
 	nk := make([]int, K)
 	ng := make([]int, P)
@@ -214,7 +255,7 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		nk[k]++
 		ng[in.Places[t]]++
 	}
-	Tf := float64(T)
+	Tf := float64(len(in.Places))
 	tokPerPlace := make([]int, P)
 	placePerTok := make([]int, K)
 	for k := range K {
@@ -230,7 +271,7 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		}
 	}
 	r.HTokenGivenPlace, r.HPlaceGivenToken = CondEntropy(in.Tokens, in.Places), CondEntropy(in.Places, in.Tokens)
-	r.TokensPerPlaceMean, r.TokensPerPlaceMax = meanMax(tokPerPlace, isVis)
+	r.TokensPerPlaceMean, r.TokensPerPlaceMax = meanMax(tokPerPlace, m.isVis)
 	r.PlacesPerTokenMean, r.PlacesPerTokenMax = meanMax(placePerTok, nil)
 	h := 0.0
 	for _, n := range nk {
@@ -241,10 +282,6 @@ func Evaluate(in Input, opt Options) (*Report, error) {
 		}
 	}
 	r.Perplexity = math.Exp(clampZero(h))
-
-	el := time.Since(start).Seconds()
-	r.Seconds = map[string]float64{"evaluate": el, "total": el}
-	return r, nil
 }
 
 // clampZero turns the tiny negative rounding residue of an entropy into 0.
