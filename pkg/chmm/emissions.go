@@ -33,16 +33,7 @@ type Tokens []int
 func (o Tokens) Steps() int { return len(o) }
 
 // LogTokens is 0 at the observed token, −Inf elsewhere.
-func (o Tokens) LogTokens(t int, dst []float64) error {
-	if o[t] < 0 || o[t] >= len(dst) {
-		return fmt.Errorf("chmm: step %d: token %d outside [0,%d)", t, o[t], len(dst))
-	}
-	for k := range dst {
-		dst[k] = math.Inf(-1)
-	}
-	dst[o[t]] = 0
-	return nil
-}
+func (o Tokens) LogTokens(t int, dst []float64) error { return logOf(o, t, dst) }
 
 // TokenLikelihoods is 1 at the observed token, 0 elsewhere.
 func (o Tokens) TokenLikelihoods(t int, dst []float64) error {
@@ -93,8 +84,11 @@ type Confused struct {
 func (o Confused) Steps() int { return len(o.Tokens) }
 
 // LogTokens is log C[k][o_t] for every k.
-func (o Confused) LogTokens(t int, dst []float64) error {
-	if err := o.TokenLikelihoods(t, dst); err != nil {
+func (o Confused) LogTokens(t int, dst []float64) error { return logOf(o, t, dst) }
+
+// logOf is LogTokens of emissions that know their likelihoods.
+func logOf(e Likelihoods, t int, dst []float64) error {
+	if err := e.TokenLikelihoods(t, dst); err != nil {
 		return err
 	}
 	for k, p := range dst {
