@@ -21,6 +21,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/progress"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -472,6 +473,13 @@ func (s VQStudy) warmup(m *vqvae.Model, d *vqData, log io.Writer) ([]VQCurvePoin
 	p := m.Config().Pixels()
 	imgs, classes := d.testImages[:nEval*p], d.testClasses[:nEval]
 	var curve []VQCurvePoint
+	// One progress line (redrawn on a terminal, one live block in a notebook): the
+	// latest curve point's held-out scores, with rate and ETA.
+	var bar *progress.Bar
+	if log != nil {
+		bar = progress.New(log, "warm-up", s.Steps).Every(0)
+		bar.Update(m.Steps(), "")
+	}
 	for m.Steps() < s.Steps {
 		start := m.Steps()
 		wc.MaxSteps = min(s.Curve-start%s.Curve, s.Steps-start)
@@ -491,11 +499,10 @@ func (s VQStudy) warmup(m *vqvae.Model, d *vqData, log io.Writer) ([]VQCurvePoin
 		pt := VQCurvePoint{Step: m.Steps(), Rec: rec, Purity: q.Purity, HTokenGivenClass: q.HTokenGivenClass,
 			Perplexity: q.Perplexity, ActiveCodes: q.Active, TestMSE: mse(recon, imgs)}
 		curve = append(curve, pt)
-		if log != nil {
-			fmt.Fprintf(log, "step %5d  rec %.4f  held-out: purity %.3f  H(token|class) %.3f  perplexity %.2f  active %d  MSE %.4f\n",
-				pt.Step, pt.Rec, pt.Purity, pt.HTokenGivenClass, pt.Perplexity, pt.ActiveCodes, pt.TestMSE)
-		}
+		bar.Update(pt.Step, "rec %.4f  held-out: purity %.3f  H(token|class) %.3f  perplexity %.2f  active %d  MSE %.4f",
+			pt.Rec, pt.Purity, pt.HTokenGivenClass, pt.Perplexity, pt.ActiveCodes, pt.TestMSE)
 	}
+	bar.Done("")
 	return curve, nil
 }
 

@@ -61,6 +61,7 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 		p.X.Min, p.X.Max = lo/1.25, hi*1.25
 		p.Y.Min, p.Y.Max = 0, 1.05
 		p.Add(plotter.NewGrid())
+		var lines []plot.Plotter // drawn after every band, so no run's band hides another's line
 		for ri, r := range reports {
 			col := seriesColors[ri%len(seriesColors)]
 			sweep := append([]evaluate.ThresholdScore(nil), r.ProjectedMap...)
@@ -83,11 +84,13 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 			// A wide pale band under the run's line: visible where the two coincide
 			// (recall 1 = 1), never hiding the line.
 			vit.Color, vit.Width = pale(col), 5
-			p.Add(vit, line, points)
+			p.Add(vit)
+			lines = append(lines, line, points)
 			if mi == 0 {
 				keys = append(keys, legendKey{color: col, label: fmt.Sprintf("%s seed %d", r.Env, r.Seed)})
 			}
 		}
+		p.Add(lines...)
 		row[mi] = p
 	}
 	vitKey := legendKey{color: pale(seriesColors[0]), width: 5,
