@@ -104,6 +104,7 @@ step "GoNB Jupyter kernel"
 # gopls (code completion only) is optional: --force_deps installs without it. gonb
 # looks for goimports on PATH, hence $gobin first.
 PATH="$gobin:$PATH" "$gobin/gonb" --install --force_deps || fail "gonb --install --force_deps"
+echo "(gonb's note above is about gopls, which only gives code completion: goimports is in $gobin)"
 kernel_dir=$(jupyter kernelspec list --json 2>/dev/null |
 	/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["kernelspecs"].get("gonb",{}).get("resource_dir",""))') ||
 	fail "jupyter kernelspec list --json"
