@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -171,9 +172,11 @@ func SymbolicReadout(env string, seed uint64, models string, progress io.Writer)
 
 // Figures draws the paper's figures into Out: Figure 2 (the layouts: the four
 // benchmarks together, every built-in alone, all together), Figure 3 (SymbolicReadout
-// of SymbolicFigureEnvs) and, for every finished run directory in Runs, Figures 4, 5
-// and 6 and the Table 4 threshold sweep of its environment; fig5 holds the first run
-// of each environment, paper order first.
+// of SymbolicFigureEnvs), for every finished run directory in Runs Figures 4, 5 and 6,
+// the Table 4 threshold sweep of each configuration's seeds (table4_<env> for MNIST,
+// conv and the default settings; table4_<run name without the seed> otherwise), and
+// fig5 with each environment's first run of the default configuration (else its first
+// run), paper order first.
 type Figures struct {
 	Runs         string    // pipeline run directories ("": runs; missing: no per-run figures)
 	Out          string    // output directory ("": figures)
@@ -273,8 +276,22 @@ func RunFigures(f Figures, notes io.Writer) (written int, err error) {
 	if err != nil {
 		logf(notes, "note: no pipeline runs drawn: %v\n", err)
 	}
-	reportsByEnv := map[string][]*evaluate.Report{}
+	// Table 4 compares the seeds of one configuration: runs are grouped by their run
+	// name without the seed (room_mnist, room_mnist_mlp, room_fashion, …), one run per
+	// seed (the one in its default directory, else the first). Figure 5 takes each
+	// environment's run of the default configuration in its default directory, else
+	// the first of the default configuration, else its first run.
+	type group struct {
+		env, key string
+		seeds    map[uint64]int // seed → index in reports
+		canon    map[uint64]bool
+		dirs     map[uint64]string
+		reports  []*evaluate.Report
+	}
+	groups := map[string]*group{}
+	var groupOrder []string
 	firstByEnv := map[string]*figures.Readout{}
+	firstRank := map[string]int{} // 2: default configuration in its own directory, 1: default, 0: other
 	var envOrder []string
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
@@ -308,26 +325,63 @@ func RunFigures(f Figures, notes io.Writer) (written int, err error) {
 		if err := save("fig6_"+name, fig, err); err != nil {
 			return written, err
 		}
-		env := res.Config.Env
-		if _, ok := reportsByEnv[env]; !ok {
+		env, seed := res.Config.Env, res.Config.Seed
+		canon := RunName(res.Config)
+		key := strings.Replace(canon, fmt.Sprintf("_seed%d", seed), "", 1)
+		isDefault := key == env+"_mnist"
+		if _, ok := firstByEnv[env]; !ok {
 			envOrder = append(envOrder, env)
-			firstByEnv[env] = r
 		}
-		reportsByEnv[env] = append(reportsByEnv[env], res.Report)
+		rank := 0
+		if isDefault {
+			rank = 1
+			if name == canon {
+				rank = 2
+			}
+		}
+		if _, ok := firstByEnv[env]; !ok || rank > firstRank[env] {
+			firstByEnv[env], firstRank[env] = r, rank
+		}
+		g := groups[key]
+		if g == nil {
+			g = &group{env: env, key: key, seeds: map[uint64]int{}, canon: map[uint64]bool{}, dirs: map[uint64]string{}}
+			groups[key] = g
+			groupOrder = append(groupOrder, key)
+		}
+		switch i, seen := g.seeds[seed]; {
+		case !seen:
+			g.seeds[seed], g.canon[seed], g.dirs[seed] = len(g.reports), name == canon, dir
+			g.reports = append(g.reports, res.Report)
+		case name == canon && !g.canon[seed]:
+			logf(notes, "note: Table 4 of %s: seed %d from %s, not %s (drawn only alone)\n", key, seed, dir, g.dirs[seed])
+			g.reports[i], g.canon[seed], g.dirs[seed] = res.Report, true, dir
+		default:
+			logf(notes, "note: Table 4 of %s has seed %d from %s: %s is drawn only alone\n", key, seed, g.dirs[seed], dir)
+		}
 		logf(log, "%s: drawn in %.1fs\n", dir, time.Since(t1).Seconds())
 	}
 	// Paper order first, then any other environment.
 	sort.SliceStable(envOrder, func(i, j int) bool { return envRank(envOrder[i]) < envRank(envOrder[j]) })
-	var firsts []*figures.Readout
-	for _, env := range envOrder {
-		fig, err := figures.ThresholdSweep(reportsByEnv[env]...)
-		if err := save("table4_"+env, fig, err); err != nil {
+	sort.SliceStable(groupOrder, func(i, j int) bool {
+		return envRank(groups[groupOrder[i]].env) < envRank(groups[groupOrder[j]].env)
+	})
+	for _, key := range groupOrder {
+		g := groups[key]
+		name := "table4_" + key
+		if key == g.env+"_mnist" {
+			name = "table4_" + g.env // the paper's configuration keeps the plain name
+		}
+		fig, err := figures.ThresholdSweep(g.reports...)
+		if err := save(name, fig, err); err != nil {
 			return written, err
 		}
+	}
+	var firsts []*figures.Readout
+	for _, env := range envOrder {
 		firsts = append(firsts, firstByEnv[env])
 	}
 	for _, env := range ImageBenchmarks {
-		if _, ok := reportsByEnv[env]; !ok {
+		if _, ok := firstByEnv[env]; !ok {
 			logf(notes, "note: no finished %s run under %s: its Figure 5 column and Table 4 plot are missing\n", env, f.Runs)
 		}
 	}
