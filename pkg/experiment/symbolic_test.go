@@ -126,14 +126,7 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 // per class on aliased is not recovered and is flagged "clones"; with GrowRounds the
 // full tokens' budgets double until it is, to a power of 2 of at least 4.
 func TestRunSymbolicGrow(t *testing.T) {
-	env, err := gridworld.Named("aliased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := DefaultSymbolic(env, TrainerEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := aliasedSymbolic(t, TrainerEM)
 	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass, s.Restarts, s.Iters = 2, 3000, 2000, 1, 1, 200
 	fixed, err := RunSymbolic(s, nil, nil)
 	if err != nil {
@@ -164,14 +157,7 @@ func TestRunSymbolicGrow(t *testing.T) {
 // the 16 places has its own: 4 clones per token, 12 added, the map recovered, and the
 // report says so.
 func TestGradientGrowsInPlace(t *testing.T) {
-	env, err := gridworld.Named("aliased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := DefaultSymbolic(env, TrainerGradient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := aliasedSymbolic(t, TrainerGradient)
 	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass = 2, 3000, 2000, 1
 	run, err := RunSymbolic(s, nil, nil)
 	if err != nil {
@@ -195,14 +181,7 @@ func TestGradientGrowsInPlace(t *testing.T) {
 // needs is returned unscored with an error wrapping chmm.ErrZeroProbability that says
 // what to try, so the caller can keep it.
 func TestRunSymbolicImpossibleHeldOut(t *testing.T) {
-	env, err := gridworld.Named("aliased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := DefaultSymbolic(env, TrainerGradient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, s := aliasedSymbolic(t, TrainerGradient)
 	s.Episodes, s.Steps, s.EvalSteps = 1, 200, 500
 	m := chmm.New(chmm.UniformClones(4, 2), env.NumActions(), nil)
 	n := m.N()
@@ -218,4 +197,19 @@ func TestRunSymbolicImpossibleHeldOut(t *testing.T) {
 	if run == nil || run.Model != m || run.Report != nil {
 		t.Errorf("run %+v: want the map back, unscored", run)
 	}
+}
+
+// aliasedSymbolic returns the aliased environment and its default symbolic experiment
+// with trainer.
+func aliasedSymbolic(t *testing.T, trainer string) (*gridworld.Env, Symbolic) {
+	t.Helper()
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, trainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, s
 }
