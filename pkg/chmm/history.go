@@ -38,6 +38,15 @@ type Split struct {
 	Grown  int // of them, split into a clone added to their token (GradConfig.GrowClones)
 }
 
+// ClonesAdded is the number of clones the splitting rounds added (Split.Grown).
+func (h *History) ClonesAdded() int {
+	n := 0
+	for _, s := range h.Splits {
+		n += s.Grown
+	}
+	return n
+}
+
 func (h *History) add(phase string, iter int, ll float64, sec, ent float64) {
 	h.Phase = append(h.Phase, phase)
 	h.Iter = append(h.Iter, iter)

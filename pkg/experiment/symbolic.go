@@ -234,10 +234,7 @@ func DiagnoseSymbolic(m *chmm.Model, train []chmm.Sequence, heldOut chmm.Sequenc
 // splitText says how many clone-splitting rounds a gradient run had and how many
 // clones they added.
 func splitText(h *chmm.History) string {
-	grown := 0
-	for _, s := range h.Splits {
-		grown += s.Grown
-	}
+	grown := h.ClonesAdded()
 	if grown == 0 {
 		return fmt.Sprintf("%d clone-splitting rounds", len(h.Splits))
 	}
@@ -254,11 +251,8 @@ func SymbolicTraining(m *chmm.Model, train []chmm.Sequence, starts int, h *chmm.
 	}
 	if h != nil {
 		rec.Restarts = max(1, starts)
-		run := evaluate.TrainerRun{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop}
-		for _, s := range h.Splits {
-			run.ClonesAdded += s.Grown
-		}
-		rec.Runs = []evaluate.TrainerRun{run}
+		rec.Runs = []evaluate.TrainerRun{{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits),
+			ClonesAdded: h.ClonesAdded(), Stop: h.Stop}}
 	}
 	return rec
 }
