@@ -281,12 +281,15 @@ func RunFigures(f Figures, notes io.Writer) (written int, err error) {
 	// seed (the one in its default directory, else the first). Figure 5 takes each
 	// environment's run of the default configuration in its default directory, else
 	// the first of the default configuration, else its first run.
+	type member struct {
+		report *evaluate.Report
+		dir    string
+		canon  bool // dir is the run's default directory name (RunName)
+	}
 	type group struct {
-		env, key string
-		seeds    map[uint64]int // seed → index in reports
-		canon    map[uint64]bool
-		dirs     map[uint64]string
-		reports  []*evaluate.Report
+		env   string
+		seeds []uint64 // in the order first seen
+		by    map[uint64]*member
 	}
 	groups := map[string]*group{}
 	var groupOrder []string
@@ -344,19 +347,19 @@ func RunFigures(f Figures, notes io.Writer) (written int, err error) {
 		}
 		g := groups[key]
 		if g == nil {
-			g = &group{env: env, key: key, seeds: map[uint64]int{}, canon: map[uint64]bool{}, dirs: map[uint64]string{}}
+			g = &group{env: env, by: map[uint64]*member{}}
 			groups[key] = g
 			groupOrder = append(groupOrder, key)
 		}
-		switch i, seen := g.seeds[seed]; {
-		case !seen:
-			g.seeds[seed], g.canon[seed], g.dirs[seed] = len(g.reports), name == canon, dir
-			g.reports = append(g.reports, res.Report)
-		case name == canon && !g.canon[seed]:
-			logf(notes, "note: Table 4 of %s: seed %d from %s, not %s (drawn only alone)\n", key, seed, dir, g.dirs[seed])
-			g.reports[i], g.canon[seed], g.dirs[seed] = res.Report, true, dir
+		switch mb := g.by[seed]; {
+		case mb == nil:
+			g.seeds = append(g.seeds, seed)
+			g.by[seed] = &member{report: res.Report, dir: dir, canon: name == canon}
+		case name == canon && !mb.canon:
+			logf(notes, "note: Table 4 of %s: seed %d from %s, not %s (drawn only alone)\n", key, seed, dir, mb.dir)
+			*mb = member{report: res.Report, dir: dir, canon: true}
 		default:
-			logf(notes, "note: Table 4 of %s has seed %d from %s: %s is drawn only alone\n", key, seed, g.dirs[seed], dir)
+			logf(notes, "note: Table 4 of %s has seed %d from %s: %s is drawn only alone\n", key, seed, mb.dir, dir)
 		}
 		logf(log, "%s: drawn in %.1fs\n", dir, time.Since(t1).Seconds())
 	}
@@ -371,7 +374,11 @@ func RunFigures(f Figures, notes io.Writer) (written int, err error) {
 		if key == g.env+"_mnist" {
 			name = "table4_" + g.env // the paper's configuration keeps the plain name
 		}
-		fig, err := figures.ThresholdSweep(g.reports...)
+		reports := make([]*evaluate.Report, len(g.seeds))
+		for i, seed := range g.seeds {
+			reports[i] = g.by[seed].report
+		}
+		fig, err := figures.ThresholdSweep(reports...)
 		if err := save(name, fig, err); err != nil {
 			return written, err
 		}
