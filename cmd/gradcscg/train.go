@@ -52,7 +52,7 @@ func runTrain(args []string) error {
 	f.StringVar(&o.arch, "arch", "", "VQ-VAE architecture: conv (the reference, default) or mlp (≈10× faster, weaker)")
 	f.Float64Var(&o.collapseFrac, "collapse-frac", -1, "collapse guard: roll the perception back when perplexity falls below this fraction of its best (-1: default 0, off; the reference-like setting is 0.75)")
 	f.IntVar(&o.gradFrames, "grad-frames", -1, "frames of each joint iteration that carry reconstruction and encoder/decoder gradients; the HMM term reads all (-1: default 256; 0: all, the paper)")
-	f.Float64Var(&o.collapseLevel, "collapse-level", -1, "anti-collapse: roll back to the last healthy checkpoint and strengthen α_div when the token perplexity falls below 1 + level·(P₀ − 1), in [0, 0.5) (-1: default 0.25; 0: off)")
+	f.Float64Var(&o.collapseLevel, "collapse-level", -1, "anti-collapse: roll back to the last healthy checkpoint and strengthen α_div when the token perplexity falls below 1 + level·(P₀ − 1), in [0, 0.5) (-1: default, 0.15 for conv and 0.25 for mlp; 0: off)")
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
 	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default 0.1; 0: no annealing)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")

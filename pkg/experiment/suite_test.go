@@ -62,6 +62,8 @@ func TestRunName(t *testing.T) {
 		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
 		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},
 		{"supervised warm-up", func(c *pipeline.Config) { c.VQVAE.Classify = true }, "aliased_mnist_seed1_supervised"},
+		{"the MLP's collapse level on conv", func(c *pipeline.Config) { c.CollapseLevel = 0.25 }, "aliased_mnist_seed1_cl0.25"},
+		{"conv's collapse level on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.CollapseLevel = 0.15 }, "aliased_mnist_seed1_mlp_cl0.15"},
 	} {
 		c2 := cfg
 		c.change(&c2)
