@@ -86,6 +86,9 @@ func TestJudge(t *testing.T) {
 		{"no held-out walk", Diagnosis{TrainBits: 0.001}, ExactTokens, nil},
 		{"pixels, recovered", Diagnosis{TrainBits: 0.39, HeldOutBits: 0.63, HeldOutSteps: 1000, Determinism: 0.788}, NoisyTokens, nil},
 		{"pixels, frozen VQ-VAE", Diagnosis{TrainBits: 1.23, HeldOutBits: 1.28, HeldOutSteps: 1000, Determinism: 0.103}, NoisyTokens, []string{ProblemPredict}},
+		{"pixels, recovered room", Diagnosis{TrainBits: 0.245, HeldOutBits: 0.418, HeldOutSteps: 10000, Determinism: 0.944, Steps: 40000, UsedClones: 53, Clones: 61}, NoisyTokens, nil},
+		{"pixels, tiled by rote", Diagnosis{TrainBits: 0.151, HeldOutBits: 1.912, HeldOutSteps: 5000, Determinism: 0.926, Steps: 5000, UsedClones: 111, Clones: 170}, NoisyTokens, []string{ProblemData}},
+		{"pixels, rote and unpredictive", Diagnosis{TrainBits: 1.2, HeldOutBits: 2.5, HeldOutSteps: 5000, Determinism: 0.5, Steps: 5000, UsedClones: 111, Clones: 170}, NoisyTokens, []string{ProblemPredict, ProblemData}},
 	} {
 		v := tc.d.Judge(tc.noisy)
 		if v.Resolved != (tc.want == nil) || !slices.Equal(v.Problems, tc.want) {
