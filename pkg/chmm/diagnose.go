@@ -195,7 +195,7 @@ const (
 //
 // Noisy tokens also need enough training steps for the clones the map uses:
 // NoisyStepsPerClone per used clone, about 50 per clone and action. Every
-// recovered map of the pixel study had at least 656; a CI-size run of tiled (5,000
+// recovered map of the pixel study had at least 637; a CI-size run of tiled (5,000
 // steps for 144 places, 111 clones used, map F1 0.15) had 45 and predicted the next
 // token on 92.6% of its training steps: it had learned its one walk by rote
 // (held-out 1.91 bits per step against 0.15 on the training walk).
