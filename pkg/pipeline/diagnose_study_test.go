@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"os"
 	"path/filepath"
@@ -59,8 +60,8 @@ func TestDiagnoseStudy(t *testing.T) {
 		"over the %d finished pixel runs in runs/ (%d other directories skipped). The verdict (pipeline.Diagnose, Judge with noisy "+
 		"tokens) reads the hard tokens of the training frames and of the held-out episode's test images, never places: a misread costs "+
 		"bits whether or not the map is resolved, so it judges by the share of training steps whose Viterbi state and action predict "+
-		"the next token (resolved: ≥ 75%%), and asks for more data below 200 training steps per used clone. *Good*: Viterbi-path map recall 1.00, F1 ≥ 0.98 and state→place purity ≥ 0.95 "+
-		"(labels used only here).\n\n", len(rows), skipped)
+		"the next token (resolved: ≥ %.0f%%), and asks for more data below %d training steps per used clone. *Good*: Viterbi-path map recall 1.00, "+
+		"F1 ≥ 0.98 and state→place purity ≥ 0.95 (labels used only here).\n\n", len(rows), skipped, 100*chmm.NoisyDeterminism, chmm.NoisyStepsPerClone)
 	b.WriteString(conf.Markdown() + "\n")
 	b.WriteString("| run | arch | data set | recall | F1 | purity | truth | train bits | held-out bits | predicts next | steps per used clone | full tokens | verdict |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -73,12 +73,12 @@
 //   - A step that would write a non-finite value is not applied (Joint.Step,
 //     StepMetrics.Applied): every variable keeps its value, and the history says so.
 //   - Config.CollapseLevel (conv 0.15, MLP 0.25): when the smoothed (0.9) hard-token
-//     perplexity of the joint batches falls below 1 + level·(P₀ − 1), P₀ the perplexity after the warm-up,
-//     or three steps in a row are not applied, the run rolls back to its last healthy
-//     checkpoint — all of it, VQ-VAE, HMM and both Adam states, so no progress of the
-//     HMM is silently discarded; the latest checkpoint unless the perplexity had already
-//     fallen below the healthy level, then further back — doubles α_div,
-//     halves the VQ-VAE's learning rate, re-seeds codes unused on 4,096 training frames
+//     perplexity of the joint batches falls below 1 + level·(P₀ − 1), P₀ the perplexity
+//     after the warm-up, or three steps in a row are not applied, the run rolls back to
+//     its last healthy checkpoint — all of it, VQ-VAE, HMM and both Adam states, so no
+//     progress of the HMM is silently discarded; the latest checkpoint unless the
+//     perplexity had already fallen below the healthy level, then further back —
+//     doubles α_div, halves the VQ-VAE's learning rate, re-seeds codes unused on 4,096 training frames
 //     (vqvae.ReviveCodes) and continues. A checkpoint is healthy if its smoothed
 //     perplexity was above 1 + 2·level·(P₀ − 1) and no step since the previous one was
 //     skipped. Merging two classes into one token, how the joint phase makes a place's
