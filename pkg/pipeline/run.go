@@ -378,7 +378,7 @@ func (r *runner) warmup() error {
 	}
 	var bar *progress.Bar
 	if r.out != nil && m.Steps() < total {
-		bar = progress.New(r.out, "warm-up", total).Every(2 * time.Second)
+		bar = progress.New(r.out, "warm-up", total).Every(2 * time.Second).From(m.Steps())
 	}
 	wcfg := vqvae.WarmupConfig{Epochs: cfg.WarmupEpochs, Batch: cfg.WarmupBatch, LR: cfg.WarmupLR,
 		Checkpoint: r.path(warmupNext), MaxSteps: 25}
@@ -710,7 +710,7 @@ func (r *runner) jointPhase() error {
 	base := r.st.Seconds[PhaseJoint]
 	var bar *progress.Bar
 	if r.out != nil && r.st.JointIter < cfg.JointIters {
-		bar = progress.New(r.out, "joint", cfg.JointIters).Every(2 * time.Second)
+		bar = progress.New(r.out, "joint", cfg.JointIters).Every(2 * time.Second).From(r.st.JointIter)
 	}
 	doneHere := 0
 	for r.st.JointIter < cfg.JointIters {

@@ -32,6 +32,7 @@ type Bar struct {
 	anchored  bool
 	firstStep int
 	firstAt   time.Time
+	from      int // steps done before this bar started (From)
 }
 
 // New returns a bar writing to w for a task of total steps. On a terminal
@@ -53,6 +54,15 @@ func New(w io.Writer, name string, total int) *Bar {
 func (b *Bar) Every(d time.Duration) *Bar {
 	if b != nil {
 		b.every = d
+	}
+	return b
+}
+
+// From says that the task resumes with steps already done (before this process
+// started), so that they count in the percentage but not in the rate, and returns b.
+func (b *Bar) From(steps int) *Bar {
+	if b != nil {
+		b.from = max(steps, 0)
 	}
 	return b
 }
@@ -115,8 +125,8 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 		sb.WriteString(" ")
 		sb.WriteString(msg)
 	}
-	if step > 0 && el > 0 {
-		rate, eta := float64(step)/el.Seconds(), false // a final line: over the whole task
+	if step > b.from && el > 0 {
+		rate, eta := float64(step-b.from)/el.Seconds(), false // a final line: over the whole task
 		if d := now.Sub(b.firstAt); step < b.total && !b.ended && b.anchored && step > b.firstStep && d > 0 {
 			rate, eta = float64(step-b.firstStep)/d.Seconds(), true
 		}

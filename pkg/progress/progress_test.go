@@ -96,3 +96,24 @@ func TestFinishEarly(t *testing.T) {
 	var nb *Bar
 	nb.Finish(1, "x")
 }
+
+// TestFrom: a task resumed at step 500 of 1000 that then does 10 steps per second
+// shows 10/s, not 500 steps over the first second.
+func TestFrom(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "warm-up", 1000).From(500)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	b.Every(time.Second)
+	for i := 501; i <= 1000; i++ {
+		clock = clock.Add(100 * time.Millisecond)
+		b.Update(i, "")
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "warm-up 501/1000 ( 50%) | 10.0/s"; lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	if want := "warm-up 1000/1000 (100%) | 10.0/s in 50.0s"; lines[len(lines)-1] != want {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
+	}
+}
