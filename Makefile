@@ -3,10 +3,10 @@
 export GOTOOLCHAIN := go1.27.0+auto
 # The go backend's AVX2/AVX-512 kernels need this experiment (several times faster).
 export GOEXPERIMENT := simd
-# Default GoMLX backend: the embedded pure-Go one, with sequential op
-# execution: a While loop whose body runs a matmul deadlocks otherwise, and
-# it costs nothing measurable on our workloads (README, "Backends").
-export GOMLX_BACKEND ?= go:ops_sequential
+# Default GoMLX backend: the embedded pure-Go one with an unbounded worker
+# pool: with its default pool a While loop whose body runs a matmul can
+# deadlock (README, "Backends and GPUs").
+export GOMLX_BACKEND ?= go:parallelism=-1
 
 GO ?= go
 BIN := bin/gradcscg

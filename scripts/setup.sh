@@ -19,9 +19,9 @@ repo=$(pwd)
 
 # The toolchain and the SIMD kernels of GoMLX's go backend (as the Makefile).
 export GOTOOLCHAIN=go1.27.0+auto GOEXPERIMENT=simd
-# Sequential op execution: a While loop whose body runs a matmul deadlocks the go
-# backend's parallel executor (README, "Backends").
-export GOMLX_BACKEND="${GOMLX_BACKEND:-go:ops_sequential}"
+# An unbounded worker pool: with the go backend's default pool a While loop whose
+# body runs a matmul can deadlock (README, "Backends and GPUs").
+export GOMLX_BACKEND="${GOMLX_BACKEND:-go:parallelism=-1}"
 
 GOIMPORTS_VERSION=v0.52.0 # golang.org/x/tools; GoNB runs goimports on every Go cell
 

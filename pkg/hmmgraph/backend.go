@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/gobackend"
@@ -14,9 +16,10 @@ import (
 // and its label in GOMLX_BACKEND's syntax (reports and run directories record it):
 //
 //   - GOMLX_BACKEND unset or empty: the embedded go backend with GoBackendConfig;
-//   - "go" or "go:OPTIONS": the go backend, with ops_sequential added when missing (the
-//     While loops of the forward–backward pass deadlock without it); ops_parallel is
-//     refused for the same reason;
+//   - "go" or "go:OPTIONS": the go backend, made safe for the While loops of the
+//     forward–backward pass (see GoBackendConfig): parallelism=-1 is added unless the
+//     options bound the worker pool (parallelism=N, N > 0) or ask for ops_sequential; with
+//     a bounded pool ops_sequential is added (ops_parallel with one is refused);
 //   - any other backend compiled into this binary, e.g. "xla:cpu" or "xla:cuda" (XLA is
 //     compiled in when the binary is built with cgo): it needs a PJRT plugin, found
 //     through PJRT_PLUGIN_LIBRARY_PATH; nothing is ever downloaded.
@@ -30,19 +33,12 @@ func NewBackend() (b compute.Backend, label string, err error) {
 	}
 	name, opts, _ := strings.Cut(cfg, ":")
 	if name == "go" {
-		var keep []string
-		for _, o := range strings.Split(opts, ",") {
-			switch o = strings.TrimSpace(o); o {
-			case "", GoBackendConfig:
-			case "ops_parallel":
-				return nil, "", fmt.Errorf("%s=%q: ops_parallel deadlocks the While loops of this program's graphs; use %q",
-					compute.ConfigEnvVar, cfg, "go:"+GoBackendConfig)
-			default:
-				keep = append(keep, o)
-			}
+		opts, err := safeGoOptions(opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s=%q: %w", compute.ConfigEnvVar, cfg, err)
 		}
-		label = "go:" + strings.Join(append(keep, GoBackendConfig), ",")
-		if b, err = gobackend.New(strings.TrimPrefix(label, "go:")); err != nil {
+		label = "go:" + opts
+		if b, err = newGo(opts); err != nil {
 			return nil, "", fmt.Errorf("%s=%q: %w", compute.ConfigEnvVar, cfg, err)
 		}
 		return b, label, nil
@@ -77,3 +73,62 @@ func NewBackend() (b compute.Backend, label string, err error) {
 	}
 	return b, cfg, nil
 }
+
+// safeGoOptions returns the go backend's options opts (comma-separated) with what keeps
+// a While loop from deadlocking: nothing when they hold ops_sequential or an unbounded
+// pool (parallelism ≤ 0), ops_sequential when they bound the pool (parallelism=N, N > 0),
+// else parallelism=-1. ops_parallel with a bounded pool is an error.
+func safeGoOptions(opts string) (string, error) {
+	var keep []string
+	sequential, parallel, bounded, pool := false, false, false, false
+	for _, o := range strings.Split(opts, ",") {
+		o = strings.TrimSpace(o)
+		switch {
+		case o == "":
+			continue
+		case o == "ops_sequential":
+			sequential = true
+		case o == "ops_parallel":
+			parallel = true
+		case strings.HasPrefix(o, "parallelism="):
+			n, err := strconv.Atoi(strings.TrimPrefix(o, "parallelism="))
+			if err != nil {
+				return "", fmt.Errorf("%q: parallelism needs an integer (-1: unbounded)", o)
+			}
+			pool, bounded = true, n > 0
+		}
+		keep = append(keep, o)
+	}
+	switch {
+	case sequential:
+	case bounded && parallel:
+		return "", fmt.Errorf("ops_parallel with a bounded worker pool deadlocks the While loops of this program's graphs; use %q",
+			"go:"+GoBackendConfig)
+	case bounded:
+		keep = append(keep, "ops_sequential")
+	case !pool:
+		keep = append(keep, GoBackendConfig)
+	}
+	return strings.Join(keep, ","), nil
+}
+
+// newGo is gobackend.New(opts) without the line "Go backend: parallelism set to N" that it
+// prints on stdout when opts set the pool size: a command's stdout carries its results.
+func newGo(opts string) (compute.Backend, error) {
+	if !strings.Contains(opts, "parallelism=") {
+		return gobackend.New(opts)
+	}
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return gobackend.New(opts)
+	}
+	defer null.Close()
+	old := os.Stdout
+	os.Stdout = null
+	defer func() { os.Stdout = old }()
+	return gobackend.New(opts)
+}
+
+var stdoutMu sync.Mutex

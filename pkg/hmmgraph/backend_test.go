@@ -9,20 +9,27 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// TestNewBackend: GOMLX_BACKEND unset or go-based gives the go backend with
-// ops_sequential (added when missing, ops_parallel refused); an unknown name and XLA
-// without a plugin are one error line naming the variable, within a second, and no
-// download is attempted.
+// TestNewBackend: GOMLX_BACKEND unset or go-based gives the go backend with a setting
+// under which While loops cannot deadlock (an unbounded pool added when the options say
+// nothing, ops_sequential added to a bounded pool, ops_parallel with a bounded pool
+// refused); an unknown name and XLA without a plugin are one error line naming the
+// variable, within a second, and no download is attempted.
 func TestNewBackend(t *testing.T) {
 	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir()) // no plugin, even if one is installed
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("LD_LIBRARY_PATH", "")
 	for _, c := range []struct{ env, label, err string }{
-		{"", "go:" + GoBackendConfig, ""},
-		{"go", "go:" + GoBackendConfig, ""},
-		{"go:ops_sequential", "go:" + GoBackendConfig, ""},
-		{"go:parallelism=1", "go:parallelism=1," + GoBackendConfig, ""},
-		{"go:ops_parallel", "", "ops_parallel deadlocks"},
+		{"", "go:parallelism=-1", ""},
+		{"go", "go:parallelism=-1", ""},
+		{"go:parallelism=-1", "go:parallelism=-1", ""},
+		{"go:ops_sequential", "go:ops_sequential", ""},
+		{"go:parallelism=1", "go:parallelism=1,ops_sequential", ""},
+		{"go:parallelism=2,ops_sequential", "go:parallelism=2,ops_sequential", ""},
+		{"go:ops_parallel", "go:ops_parallel,parallelism=-1", ""},
+		{"go:parallelism=0", "go:parallelism=0", ""},
+		{"go:ops_parallel,parallelism=4", "", "ops_parallel with a bounded worker pool deadlocks"},
+		{"go:parallelism=many", "", "parallelism needs an integer"},
+		{"go:nosuch_option", "", "unknown configuration option"},
 		{"nosuch", "", `backend "nosuch" is not compiled into this binary`},
 		{"xla:cpu", "", "xla"},
 		{"xla:cuda", "", "xla"},

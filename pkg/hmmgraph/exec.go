@@ -5,21 +5,24 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // GoBackendConfig is the go-backend configuration for every program that runs these graphs:
-// "ops_sequential" runs the ops of a graph one at a time (each op still uses the worker pool for
-// its own parallelism, e.g. a matmul). With the default (dynamic) scheduling a While loop whose
-// body has a matmul can deadlock: the loop runs on a pool worker and waits for matmul workers.
-// As an environment variable: GOMLX_BACKEND=go:ops_sequential.
-const GoBackendConfig = "ops_sequential"
+// an unbounded worker pool, so that no op ever waits for a free worker. With the backend's
+// default pool (2 × GOMAXPROCS workers) and its parallel op scheduling a While loop whose
+// body runs a matmul can deadlock: the loop's executors hold the workers its body's matmul
+// waits for. "ops_sequential" (ops one at a time, each still parallel inside) also avoids
+// that, but leaves a core idle during the single-threaded ops (gathers, padding, most
+// element-wise ops): a conv joint iteration took 10–20% longer in wall time, with the same
+// results bit for bit (README, Backends and GPUs). As an environment variable:
+// GOMLX_BACKEND=go:parallelism=-1.
+const GoBackendConfig = "parallelism=-1"
 
 // NewGoBackend returns a go backend with GoBackendConfig.
 func NewGoBackend() (compute.Backend, error) {
-	return gobackend.New(GoBackendConfig)
+	return newGo(GoBackendConfig)
 }
 
 // Variant selects an implementation of the forward pass.

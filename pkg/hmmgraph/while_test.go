@@ -46,19 +46,32 @@ func runLoopWithTimeout(tb testing.TB, be compute.Backend, timeout time.Duration
 }
 
 // TestLoopFinishes: the While-based pass finishes on the go backend with GoBackendConfig (the
-// setting every test and program uses).
+// setting every program uses; three times, as a deadlock depends on timing) and with each other
+// setting that safeGoOptions lets through.
 func TestLoopFinishes(t *testing.T) {
-	finished, err := runLoopWithTimeout(t, backend(t), 3*time.Minute)
-	if !finished {
-		t.Fatalf("loop pass with %q did not finish in 3 minutes (deadlock?)", GoBackendConfig)
-	}
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		cfg  string
+		runs int
+	}{{GoBackendConfig, 3}, {"ops_sequential", 1}, {"ops_parallel,parallelism=-1", 1}, {"parallelism=2,ops_sequential", 1}} {
+		be, err := gobackend.New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range c.runs {
+			finished, err := runLoopWithTimeout(t, be, 3*time.Minute)
+			if !finished {
+				t.Fatalf("loop pass with %q did not finish in 3 minutes (deadlock?)", c.cfg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
 // TestProbeDefaultBackendDeadlock documents why GoBackendConfig exists: the same pass on the go
-// backend with its default (dynamic) scheduling, or with "ops_parallel", hangs. It leaks the hung
+// backend with its default worker pool and its default (dynamic) scheduling, or with
+// "ops_parallel", hangs. It leaks the hung
 // goroutines, so it only runs with GRADCSCG_PROBE_DEADLOCK=1; it fails if a setting deadlocks.
 func TestProbeDefaultBackendDeadlock(t *testing.T) {
 	if os.Getenv("GRADCSCG_PROBE_DEADLOCK") == "" {

@@ -137,7 +137,7 @@
 // # Backend
 //
 // Every graph runs on hmmgraph.NewBackend: GOMLX_BACKEND when set (the go backend
-// always gets ops_sequential: the soft forward pass uses While loops whose bodies hold
-// matmuls, which deadlock under its default parallel executor; XLA needs a PJRT plugin),
-// else go:ops_sequential. The report's backend lists every backend the run used.
+// always gets a setting under which the While loops of the soft forward pass cannot
+// deadlock; XLA needs a PJRT plugin), else go:parallelism=-1 (hmmgraph.GoBackendConfig).
+// The report's backend lists every backend the run used.
 package pipeline

@@ -149,9 +149,18 @@ type Result struct {
 }
 
 // BackendNote is a line saying that the run was trained on another backend than the
-// one it was loaded on, or "".
+// one it was loaded on, or "". The go backend's options (its scheduling and worker
+// pool) do not count: they give the same results bit for bit.
 func (r *Result) BackendNote() string {
 	if r.Report == nil || r.Report.Backend == "" || r.Report.Backend == r.Backend {
+		return ""
+	}
+	name := func(label string) string { n, _, _ := strings.Cut(label, ":"); return n }
+	same := true
+	for _, b := range strings.Split(r.Report.Backend, " then ") {
+		same = same && name(b) == name(r.Backend)
+	}
+	if same {
 		return ""
 	}
 	return fmt.Sprintf("note: the run was trained on %s and is loaded on %s", r.Report.Backend, r.Backend)
@@ -262,7 +271,7 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 	}
 	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut, backend: backend}
 	if len(st.Backends) == 0 && (st.Phase != PhaseWarmup || st.Warmup != "") {
-		st.Backends = []string{"go:" + hmmgraph.GoBackendConfig} // the only backend before they were recorded
+		st.Backends = []string{"go:ops_sequential"} // the only backend before they were recorded
 	}
 	if !slices.Contains(st.Backends, label) {
 		st.Backends = append(st.Backends, label)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -466,5 +467,27 @@ func TestLegacyFlatConfig(t *testing.T) {
 	lacking, _ := json.Marshal(flat)
 	if _, err := parseRunConfig(lacking, "config.json"); err == nil || !strings.Contains(err.Error(), "lacks field(s) tau") {
 		t.Errorf("a run's flat config without tau: %v", err)
+	}
+}
+
+// TestBackendNote: a run loaded on another backend says so; the go backend's options do
+// not count (they give identical results), a run resumed across backends counts each.
+func TestBackendNote(t *testing.T) {
+	for _, c := range []struct {
+		trained, loaded string
+		note            bool
+	}{
+		{"go:parallelism=-1", "go:parallelism=-1", false},
+		{"go:ops_sequential", "go:parallelism=-1", false},
+		{"go:ops_sequential then go:parallelism=-1", "go:parallelism=2,ops_sequential", false},
+		{"xla:cpu", "go:parallelism=-1", true},
+		{"go:ops_sequential then xla:cuda", "go:parallelism=-1", true},
+		{"go:ops_sequential", "xla:cuda", true},
+		{"", "xla:cuda", false},
+	} {
+		r := &Result{Report: &evaluate.Report{Backend: c.trained}, Backend: c.loaded}
+		if got := r.BackendNote(); (got != "") != c.note {
+			t.Errorf("trained on %q, loaded on %q: note %q, want a note: %v", c.trained, c.loaded, got, c.note)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// benchBackend is the backend named by GOMLX_BACKEND (e.g. "go", "go:ops_sequential").
+// benchBackend is the backend named by GOMLX_BACKEND (e.g. "go", "go:parallelism=-1").
 func benchBackend(b *testing.B) compute.Backend {
 	be, err := compute.New()
 	if err != nil {

@@ -78,7 +78,7 @@
 // # Backend
 //
 // Everything runs unchanged on any GoMLX backend. On the go backend the project uses
-// GOMLX_BACKEND=go:ops_sequential (a While loop whose body holds a matmul deadlocks
-// under the default parallel op executor, see spec/performance.md); the tests use it
-// too. BenchmarkTrainStep256 and BenchmarkEncode256 take the backend from GOMLX_BACKEND.
+// hmmgraph.GoBackendConfig, GOMLX_BACKEND=go:parallelism=-1 (with the default worker
+// pool a While loop whose body holds a matmul can deadlock); the tests use it too.
+// BenchmarkTrainStep256 and BenchmarkEncode256 take the backend from GOMLX_BACKEND.
 package vqvae

@@ -12,7 +12,7 @@ import (
 )
 
 // testBackend is the project's backend (hmmgraph.NewBackend: GOMLX_BACKEND, else the go
-// backend with ops_sequential), shared by all tests.
+// backend with hmmgraph.GoBackendConfig), shared by all tests.
 var testBackend = sync.OnceValue(func() compute.Backend {
 	b, _, err := hmmgraph.NewBackend()
 	if err != nil {
