@@ -149,11 +149,20 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		}
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			ec.Seed = t.Seed + uint64(r)<<32
-			b := bar(ec.MaxIters)
-			ec.Progress = func(p chmm.Progress) { b.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik) }
+			// One bar per phase: the hard (Viterbi) phase counts its own iterations
+			// against its own budget (on the soft phase's bar it read 7/4000, ETA 37h).
+			b, phase, last := bar(ec.MaxIters), "em", 0
+			ec.Progress = func(p chmm.Progress) {
+				if p.Phase != phase {
+					b.Finish(last, "%s done", phase)
+					b, phase = bar(p.Iters), p.Phase
+				}
+				last = p.Iter
+				b.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik)
+			}
 			h, err := chmm.TrainEM(mr, train, ec)
 			if err == nil {
-				b.Finish(len(h.LogLik), "%s", h.Stop)
+				b.Finish(last, "%s", h.Stop)
 			}
 			return h, err
 		})

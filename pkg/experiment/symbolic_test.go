@@ -71,6 +71,38 @@ func TestTrainSymbolicEMKeepsBestRestart(t *testing.T) {
 	}
 }
 
+// TestTrainSymbolicEMProgress: the soft and the hard (Viterbi) phase of EM each have
+// their own progress bar, counted against their own budget.
+func TestTrainSymbolicEMProgress(t *testing.T) {
+	env, tok, train := threeRooms(t)
+	clones := make([]int, len(tok.Classes))
+	for k := range clones {
+		clones[k] = 3
+	}
+	var out strings.Builder
+	tr := Training{Trainer: TrainerEM, Seed: 1, Iters: 30, Pseudocount: 1e-3, ViterbiIters: 20}
+	if _, _, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, &out); err != nil {
+		t.Fatal(err)
+	}
+	soft, hard := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		switch {
+		case strings.Contains(l, "/30 ("):
+			soft++
+		case strings.Contains(l, "/20 ("):
+			hard++
+		default:
+			t.Errorf("line %q is on neither phase's bar", l)
+		}
+		if strings.Contains(l, "viterbi") && !strings.Contains(l, "/20 (") {
+			t.Errorf("Viterbi line %q not counted against the 20 Viterbi iterations", l)
+		}
+	}
+	if soft == 0 || hard == 0 {
+		t.Errorf("%d soft-phase and %d hard-phase lines:\n%s", soft, hard, out.String())
+	}
+}
+
 // TestTrainSymbolicGradientInPlace: the gradient trainer trains the given model, and
 // an unknown trainer is an error naming it.
 func TestTrainSymbolicGradientInPlace(t *testing.T) {
