@@ -27,8 +27,8 @@ type Bar struct {
 	ended    bool // Finish: the task is over at whatever step (no ETA)
 	now      func() time.Time
 	// The first Update: rate and ETA count from it, so that a slow first step
-	// (graph compilation) or the steps a resumed task had already done do not
-	// distort them. Before a second Update there is no ETA.
+	// (graph compilation) does not distort them. Before a second Update a line
+	// that is not the last has neither (one step in microseconds read 5000000/s).
 	anchored  bool
 	firstStep int
 	firstAt   time.Time
@@ -125,9 +125,10 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 		sb.WriteString(" ")
 		sb.WriteString(msg)
 	}
-	if step > b.from && el > 0 {
+	final := step >= b.total || b.ended
+	if d := now.Sub(b.firstAt); step > b.from && el > 0 && (final || b.anchored && step > b.firstStep && d > 0) {
 		rate, eta := float64(step-b.from)/el.Seconds(), false // a final line: over the whole task
-		if d := now.Sub(b.firstAt); step < b.total && !b.ended && b.anchored && step > b.firstStep && d > 0 {
+		if !final {
 			rate, eta = float64(step-b.firstStep)/d.Seconds(), true
 		}
 		fmt.Fprintf(&sb, " | %s/s", formatRate(rate))
