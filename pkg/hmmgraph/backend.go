@@ -77,7 +77,7 @@ func NewBackend() (b compute.Backend, label string, err error) {
 // safeGoOptions returns the go backend's options opts (comma-separated) with what keeps
 // a While loop from deadlocking: nothing when they hold ops_sequential or an unbounded
 // pool (parallelism ≤ 0), ops_sequential when they bound the pool (parallelism=N, N > 0),
-// else parallelism=-1. ops_parallel with a bounded pool is an error.
+// else parallelism=-1. ops_parallel with a bounded pool or with ops_sequential is an error.
 func safeGoOptions(opts string) (string, error) {
 	var keep []string
 	sequential, parallel, bounded, pool := false, false, false, false
@@ -100,6 +100,8 @@ func safeGoOptions(opts string) (string, error) {
 		keep = append(keep, o)
 	}
 	switch {
+	case sequential && parallel:
+		return "", fmt.Errorf("ops_sequential and ops_parallel contradict each other")
 	case sequential:
 	case bounded && parallel:
 		return "", fmt.Errorf("ops_parallel with a bounded worker pool deadlocks the While loops of this program's graphs; use %q",

@@ -29,6 +29,7 @@ func TestNewBackend(t *testing.T) {
 		{"go:parallelism=0", "go:parallelism=0", ""},
 		{"go:ops_parallel,parallelism=4", "", "ops_parallel with a bounded worker pool deadlocks"},
 		{"go:parallelism=many", "", "parallelism needs an integer"},
+		{"go:ops_sequential,ops_parallel", "", "contradict"},
 		{"go:nosuch_option", "", "unknown configuration option"},
 		{"nosuch", "", `backend "nosuch" is not compiled into this binary`},
 		{"xla:cpu", "", "xla"},
