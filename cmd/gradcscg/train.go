@@ -54,7 +54,7 @@ func runTrain(args []string) error {
 	f.IntVar(&o.gradFrames, "grad-frames", -1, "frames of each joint iteration that carry reconstruction and encoder/decoder gradients; the HMM term reads all (-1: default 256; 0: all, the paper)")
 	f.Float64Var(&o.collapseLevel, "collapse-level", -1, "anti-collapse: roll back to the last healthy checkpoint and strengthen α_div when the token perplexity falls below 1 + level·(P₀ − 1), in [0, 0.5) (-1: default, 0.15 for conv and 0.25 for mlp; 0: off)")
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
-	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default 0.1; 0: no annealing)")
+	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default, conv 0.03, mlp 0.1; 0: no annealing)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
 	f.Float64Var(&o.finalPrune, "final-prune", -1, "after finalisation, remove clones visited by fewer than this fraction of the training steps and retrain (-1: default 0.001; 0: off)")
 	f.IntVar(&o.jitter, "jitter", -1, "shift each joint-phase frame by up to this many pixels (label-free augmentation; -1: default)")

@@ -10,7 +10,7 @@ import (
 )
 
 // legacyExtra is the "extra" object of a conv stress run written before the typed
-// fields (results/stress/corridors_mnist_seed3.json).
+// fields (results/archive/collapse-level-0.25/corridors_mnist_seed3.json).
 const legacyExtra = `{"active_codes_warmup":7,"arch":"conv","clones":[1,1,1,10,15,12,1],"clones_joint":[5,5,5,5,5,5,5],
 "codes_kept":[0,1,2,3,4,5,6],"decode":"soft","episodes":4,"final_num_states":42,"final_pruned_states":32,"grad_frames":256,
 "hard_decoding":{"action_accuracy":1,"clone_purity":0.8693,"state_place_purity":0.9797,"viterbi_map_f1":1,"viterbi_map_precision":1,"viterbi_map_recall":0.5},

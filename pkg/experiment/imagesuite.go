@@ -263,7 +263,7 @@ var Ablations = []struct {
 	{"frozen VQ-VAE", func(c *pipeline.Config) { c.FreezeVQVAE = true }},
 	{"no length normalisation", func(c *pipeline.Config) { c.NoLengthNorm = true }},
 	{"no diversity penalty", func(c *pipeline.Config) { c.AlphaDiv = 0 }},
-	{"paper τ = 1, α_div = 0.1", func(c *pipeline.Config) { c.VQVAE.Tau, c.AlphaDiv = 1, 0.1 }},
+	{"paper τ = 1, α_div = 0.1", func(c *pipeline.Config) { c.VQVAE.Tau, c.AlphaDiv, c.AlphaDivEnd = 1, 0.1, 0.1 }},
 	{"no jitter", func(c *pipeline.Config) { c.Jitter = 0 }},
 	{"no pruning", func(c *pipeline.Config) { c.FinalPrune = 0 }},
 	// The architecture's other setting: every frame for conv (the paper), 256 of

@@ -54,7 +54,7 @@
 // # Defaults
 //
 // DefaultConfig departs from the paper's Table 1 where measurements said so: τ = 0.2,
-// α_div 1 annealed to 0.1 over the second half of 1500 joint iterations, the
+// α_div 1 annealed to 0.03 (MLP: 0.1) over the second half of 1500 joint iterations, the
 // perception-only collapse guard off and the collapse response on, frames jittered by
 // up to 2 pixels, gradients through 256 of the 1,024 frames of a conv iteration, and a
 // finalisation re-budgeted by token share, stopped on a plateau and pruned. The

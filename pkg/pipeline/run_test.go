@@ -63,8 +63,8 @@ func TestDefaultConfigs(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.env, err)
 		}
-		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.VQVAE.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.1 {
-			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.1",
+		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.VQVAE.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.03 {
+			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.03",
 				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.VQVAE.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
 		}
 		if cfg.Budget != tc.budget {
@@ -76,6 +76,15 @@ func TestDefaultConfigs(t *testing.T) {
 	}
 	if _, err := DefaultConfig("nowhere"); err == nil {
 		t.Error("unknown environment accepted")
+	}
+	// The arch-dependent defaults follow WithArch both ways.
+	c, _ := DefaultConfig("room")
+	mlp := c.WithArch("mlp")
+	if mlp.AlphaDivEnd != 0.1 || mlp.GradFrames != 0 || mlp.CollapseLevel != 0.25 {
+		t.Errorf("MLP: α_div end %g, grad frames %d, collapse level %g; want 0.1, 0, 0.25", mlp.AlphaDivEnd, mlp.GradFrames, mlp.CollapseLevel)
+	}
+	if back := mlp.WithArch("conv"); back != c {
+		t.Errorf("conv → mlp → conv: %+v, want %+v", back, c)
 	}
 }
 
