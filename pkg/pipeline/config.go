@@ -177,8 +177,8 @@ type Config struct {
 // 3e-4 with 100× for (π, Θ), and finalisation with η = 1e-3 at rate 0.1 (the paper: 1e-2) on clones
 // re-budgeted by token share, 2× the phase-1 budget on average (FinalBudget).
 //
-// Four choices differ from the paper, all measured (package documentation, "Joint
-// phase defaults"): JointIters 1500 (the paper: 2000–5000), the collapse guard off
+// Four choices differ from the paper, all measured (package documentation,
+// "Defaults"): JointIters 1500 (the paper: 2000–5000), the collapse guard off
 // (CollapseFrac 0; the paper calls its safeguards optional), τ = 0.2 (the paper: 1) and
 // α_div = 1 for the first half of the joint phase, annealed over the second to 0.03 for
 // the conv VQ-VAE and to the paper's 0.1 for the MLP (DefaultAlphaDivEnd). With the
