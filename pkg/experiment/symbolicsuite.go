@@ -35,7 +35,7 @@ type SymbolicSuite struct {
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
 	Trainers []string  // "gradient", "em" (nil: both)
 	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // EM's initialisations per run (0: 3); gradient runs take DefaultSymbolic's (up to 3, until one fits)
+	Restarts int       // EM's initialisations per run (0: 3); gradient runs take DefaultSymbolic's (up to 5, until one fits)
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists

@@ -29,11 +29,23 @@ type Bar struct {
 	// The first Update: rate and ETA count from it, so that a slow first step
 	// (graph compilation) does not distort them. Before a second Update a line
 	// that is not the last has neither (one step in microseconds read 5000000/s).
-	anchored  bool
-	firstStep int
-	firstAt   time.Time
-	from      int // steps done before this bar started (From)
+	anchored bool
+	from     int // steps done before this bar started (From)
+	// The rate and ETA of a line that is not the last are over the last RateWindow:
+	// samples of (step, time) at most one a second, the first one the reference (the
+	// first Update while the task is younger than the window). An average since the
+	// start told a gradient run whose iterations had slowed fourfold (clones added)
+	// "81/s, ETA 13s" with minutes to go.
+	samples []sample
 }
+
+type sample struct {
+	step int
+	at   time.Time
+}
+
+// RateWindow is how far back the rate of a progress line looks.
+const RateWindow = 30 * time.Second
 
 // New returns a bar writing to w for a task of total steps. On a terminal
 // it redraws one line; otherwise it prints a line at most every 2 seconds
@@ -80,7 +92,14 @@ func (b *Bar) Update(step int, format string, args ...any) {
 	}
 	now := b.now()
 	if !b.anchored {
-		b.anchored, b.firstStep, b.firstAt = true, step, now
+		b.anchored = true
+		b.samples = append(b.samples[:0], sample{step, now})
+	} else if now.Sub(b.samples[len(b.samples)-1].at) >= time.Second {
+		b.samples = append(b.samples, sample{step, now})
+		// Keep one sample at least RateWindow old as the reference.
+		for len(b.samples) > 1 && now.Sub(b.samples[1].at) >= RateWindow {
+			b.samples = b.samples[1:]
+		}
 	}
 	if step < b.total && now.Sub(b.last) < b.every {
 		return
@@ -126,10 +145,14 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 		sb.WriteString(msg)
 	}
 	final := step >= b.total || b.ended
-	if d := now.Sub(b.firstAt); step > b.from && el > 0 && (final || b.anchored && step > b.firstStep && d > 0) {
+	var ref sample
+	if len(b.samples) > 0 {
+		ref = b.samples[0]
+	}
+	if d := now.Sub(ref.at); step > b.from && el > 0 && (final || b.anchored && step > ref.step && d > 0) {
 		rate, eta := float64(step-b.from)/el.Seconds(), false // a final line: over the whole task
 		if !final {
-			rate, eta = float64(step-b.firstStep)/d.Seconds(), true
+			rate, eta = float64(step-ref.step)/d.Seconds(), true
 		}
 		fmt.Fprintf(&sb, " | %s/s", formatRate(rate))
 		if eta {

@@ -117,3 +117,34 @@ func TestFrom(t *testing.T) {
 		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
 	}
 }
+
+// TestRecentRate: a task whose steps slow down tenfold (100/s for 10 s, then 10/s for
+// 60 s) shows the rate of the last RateWindow and its ETA, not the average since the
+// start (22.9/s, ETA 1m01s).
+func TestRecentRate(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "gradient", 3000)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	b.Every(time.Second)
+	step := 0
+	for range 1000 {
+		clock = clock.Add(10 * time.Millisecond)
+		step++
+		b.Update(step, "")
+	}
+	for range 600 {
+		clock = clock.Add(100 * time.Millisecond)
+		step++
+		b.Update(step, "")
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "gradient 1591/3000 ( 53%) | 10.0/s ETA 2m20s"; lines[len(lines)-1] != want {
+		t.Errorf("line %q, want %q", lines[len(lines)-1], want)
+	}
+	b.Finish(step, "stopped")
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "gradient 1600/3000 ( 53%) stopped | 22.9/s in 1m10s"; lines[len(lines)-1] != want { // the final line: the whole task
+		t.Errorf("final line %q, want %q", lines[len(lines)-1], want)
+	}
+}
