@@ -12,3 +12,6 @@ var (
 
 // kernelName names the block kernels in use.
 func kernelName() string { return "go" }
+
+// Kernels says which block kernels are in use, and why.
+func Kernels() string { return "plain Go (built without GOEXPERIMENT=simd on amd64)" }
