@@ -109,21 +109,17 @@ func BenchmarkGradientLong(b *testing.B) {
 }
 
 // BenchmarkGradientKernels: the exact gradient (forward–backward and counts) with
-// the plain Go block kernels and with those in use (kernelName: AVX-512 where the
-// build and CPU have it), side by side, at C = 15 and 30 clones per token (two_rooms
-// shapes, 4 × 10,000 steps) and C = 70 (one 50,000-step episode of the original
-// CSCG's rectangular room). One worker, so the numbers are CPU-seconds.
+// the plain Go block kernels and, where the CPU has AVX-512, with the AVX-512 ones,
+// side by side, whichever the start-up timing chose (Kernels), at C = 15 and 30
+// clones per token (two_rooms shapes, 4 × 10,000 steps) and C = 70 (one
+// 50,000-step episode of the original CSCG's rectangular room). One worker, so the
+// numbers are CPU-seconds.
 func BenchmarkGradientKernels(b *testing.B) {
-	type kset struct {
-		name string
-		vm   func(dst, coef, mat []float64, stride int)
-		mv   func(out, b, mat []float64, stride int)
-		mvc  func(out, b, mat []float64, stride int, coef, counts []float64)
-		ac   func(coef, b, mat []float64, stride int, counts []float64)
+	defer setKernels(useAVX512Now())
+	sets := []bool{false}
+	if hasAVX512 {
+		sets = append(sets, true)
 	}
-	inUse := kset{kernelName(), vecMat, matVec, matVecCount, addCounts}
-	plain := kset{"go", vecMatGo, matVecGo, matVecCountGo, addCountsGo}
-	defer func() { vecMat, matVec, matVecCount, addCounts = inUse.vm, inUse.mv, inUse.mvc, inUse.ac }()
 	_, twoRoomsSeqs := walkData(99, twoRooms, 4, 10000)
 	_, rectSeqs := walkData(98, cscgRectangular, 1, 50000)
 	for _, c := range []struct {
@@ -131,9 +127,13 @@ func BenchmarkGradientKernels(b *testing.B) {
 		seqs           []Sequence
 	}{{15, 10, twoRoomsSeqs}, {30, 10, twoRoomsSeqs}, {70, 4, rectSeqs}} {
 		m := New(UniformClones(c.tokens, c.clones), 4, rand.New(rand.NewPCG(99, 2)))
-		for _, k := range []kset{plain, inUse} {
-			b.Run(fmt.Sprintf("C=%d/%s", c.clones, k.name), func(b *testing.B) {
-				vecMat, matVec, matVecCount, addCounts = k.vm, k.mv, k.mvc, k.ac
+		for _, avx := range sets {
+			name := "go"
+			if avx {
+				name = "avx512"
+			}
+			b.Run(fmt.Sprintf("C=%d/%s", c.clones, name), func(b *testing.B) {
+				setKernels(avx)
 				for b.Loop() {
 					if _, _, _, err := GradientWorkers(m, c.seqs, 1); err != nil {
 						b.Fatal(err)
@@ -143,3 +143,6 @@ func BenchmarkGradientKernels(b *testing.B) {
 		}
 	}
 }
+
+// useAVX512Now says whether the AVX-512 kernels are the ones in use.
+func useAVX512Now() bool { return kernelName() == "avx512" }

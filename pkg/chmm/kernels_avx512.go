@@ -34,7 +34,13 @@ func init() {
 		avx512Ratio = float64(timeKernels(true)) / float64(timeKernels(false))
 		useAVX512 = avx512Ratio <= maxAVX512Ratio
 	}
-	if useAVX512 {
+	setKernels(useAVX512)
+}
+
+// setKernels puts the AVX-512 (avx) or the plain Go block kernels in use.
+func setKernels(avx bool) {
+	vecMat, matVec, matVecCount, addCounts = vecMatGo, matVecGo, matVecCountGo, addCountsGo
+	if avx {
 		vecMat, matVec, matVecCount, addCounts = vecMatAVX512, matVecAVX512, matVecCountAVX512, addCountsAVX512
 	}
 }

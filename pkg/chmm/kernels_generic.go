@@ -10,6 +10,12 @@ var (
 	addCounts   = addCountsGo
 )
 
+// hasAVX512 is false: the AVX-512 kernels need GOEXPERIMENT=simd on amd64.
+const hasAVX512 = false
+
+// setKernels keeps the plain Go kernels (there are no others in this build).
+func setKernels(bool) {}
+
 // kernelName names the block kernels in use.
 func kernelName() string { return "go" }
 
