@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 )
 
 // run executes the command line and returns its exit code and outputs.
@@ -208,5 +209,32 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 	}
 	if _, err := chmm.Load(saved); err != nil {
 		t.Errorf("the map was not saved: %v", err)
+	}
+}
+
+// TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
+// unless --clones or --clones-for sets it, which then stays as given; --grow always wins.
+func TestSymbolicGrowDefault(t *testing.T) {
+	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1}
+	for _, c := range []struct {
+		name   string
+		change func(o *symbolicOptions)
+		want   int
+	}{
+		{"defaults", func(*symbolicOptions) {}, experiment.DefaultGrowRounds},
+		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0},
+		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0},
+		{"--clones 5 --grow 2", func(o *symbolicOptions) { o.clones, o.grow = 5, 2 }, 2},
+		{"--grow 0", func(o *symbolicOptions) { o.grow = 0 }, 0},
+	} {
+		o := base
+		c.change(&o)
+		s, _, err := symbolicConfig(o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if s.GrowRounds != c.want {
+			t.Errorf("%s: GrowRounds %d, want %d", c.name, s.GrowRounds, c.want)
+		}
 	}
 }

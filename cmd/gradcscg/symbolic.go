@@ -54,7 +54,7 @@ func runSymbolic(args []string) error {
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
 	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 3, gradient up to 5)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
-	fs.IntVar(&o.grow, "grow", 0, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (0: the budget as given)")
+	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
@@ -123,49 +123,14 @@ func symbolicRun(o symbolicOptions) (*evaluate.Report, error) {
 }
 
 // symbolicExperiment runs the symbolic experiment of the flags (experiment.RunSymbolic,
-// the notebooks' too): the environment's reference settings, then every flag given.
+// the notebooks' too; symbolicConfig).
 func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
-	env, err := loadEnv(o.env, o.layout)
+	s, env, err := symbolicConfig(o)
 	if err != nil {
 		return nil, err
-	}
-	s, err := experiment.DefaultSymbolic(env, o.trainer)
-	if err != nil {
-		return nil, err
-	}
-	s.Seed, s.Init = o.seed, o.init
-	if o.restarts > 0 {
-		s.Restarts = o.restarts
-	}
-	s.Iters, s.LR, s.Entropy, s.GrowRounds = o.iters, o.lr, o.entropy, o.grow
-	if o.episodes > 0 {
-		s.Episodes = o.episodes
-	}
-	if o.steps > 0 {
-		s.Steps, s.EvalSteps = o.steps, o.steps
-	}
-	if o.evalSteps > 0 {
-		s.EvalSteps = o.evalSteps
-	}
-	if o.clones > 0 {
-		s.ClonesPerClass = o.clones
-	}
-	if o.pseudocount >= 0 {
-		s.Pseudocount = o.pseudocount
-	}
-	tokens := experiment.NewTokens(env)
-	if o.clonesPerToken != "" {
-		if s.ClonesByClass, err = parseClonesFor(o.clonesPerToken); err != nil {
-			return nil, err
-		}
-		for c := range s.ClonesByClass {
-			if _, ok := tokens.Token(c); !ok {
-				return nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
-			}
-		}
 	}
 	n := 1
-	for _, c := range s.Clones(tokens) {
+	for _, c := range s.Clones(experiment.NewTokens(env)) {
 		n += c
 	}
 	steps := s.Episodes * s.Steps
@@ -200,6 +165,58 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		return nil, err
 	}
 	return run, nil
+}
+
+// symbolicConfig is the experiment of the flags: the environment's reference settings
+// (experiment.DefaultSymbolic), then every flag given. A budget given (--clones,
+// --clones-for) is kept as it is, unless --grow says otherwise.
+func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, error) {
+	env, err := loadEnv(o.env, o.layout)
+	if err != nil {
+		return experiment.Symbolic{}, nil, err
+	}
+	s, err := experiment.DefaultSymbolic(env, o.trainer)
+	if err != nil {
+		return experiment.Symbolic{}, nil, err
+	}
+	s.Seed, s.Init = o.seed, o.init
+	if o.restarts > 0 {
+		s.Restarts = o.restarts
+	}
+	s.Iters, s.LR, s.Entropy = o.iters, o.lr, o.entropy
+	switch {
+	case o.grow >= 0:
+		s.GrowRounds = o.grow
+	case o.clones > 0 || o.clonesPerToken != "":
+		s.GrowRounds = 0
+	}
+	if o.episodes > 0 {
+		s.Episodes = o.episodes
+	}
+	if o.steps > 0 {
+		s.Steps, s.EvalSteps = o.steps, o.steps
+	}
+	if o.evalSteps > 0 {
+		s.EvalSteps = o.evalSteps
+	}
+	if o.clones > 0 {
+		s.ClonesPerClass = o.clones
+	}
+	if o.pseudocount >= 0 {
+		s.Pseudocount = o.pseudocount
+	}
+	if o.clonesPerToken != "" {
+		if s.ClonesByClass, err = parseClonesFor(o.clonesPerToken); err != nil {
+			return experiment.Symbolic{}, nil, err
+		}
+		tokens := experiment.NewTokens(env)
+		for c := range s.ClonesByClass {
+			if _, ok := tokens.Token(c); !ok {
+				return experiment.Symbolic{}, nil, fmt.Errorf("--clones-for: class %d does not occur in environment %s", c, env.Name)
+			}
+		}
+	}
+	return s, env, nil
 }
 
 func runEnvs(args []string) error {

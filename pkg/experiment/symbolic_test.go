@@ -160,6 +160,7 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 func TestRunSymbolicGrow(t *testing.T) {
 	_, s := aliasedSymbolic(t, TrainerEM)
 	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass, s.Restarts, s.Iters = 2, 3000, 2000, 1, 1, 200
+	s.GrowRounds = 0
 	fixed, err := RunSymbolic(s, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +181,22 @@ func TestRunSymbolicGrow(t *testing.T) {
 	for k, c := range rec.Clones {
 		if c < 4 || c&(c-1) != 0 {
 			t.Errorf("token %d: %d clones, want a power of 2 of at least 4 (4 places)", k, c)
+		}
+	}
+}
+
+// TestDefaultSymbolicGrows: the default experiment lets a binding budget grow
+// (DefaultGrowRounds) for both trainers; the smaller sizes, made for speed, do not.
+func TestDefaultSymbolicGrows(t *testing.T) {
+	for _, tr := range []string{TrainerGradient, TrainerEM} {
+		_, s := aliasedSymbolic(t, tr)
+		if s.GrowRounds != DefaultGrowRounds || DefaultGrowRounds < 1 {
+			t.Errorf("%s: GrowRounds %d, want DefaultGrowRounds = %d ≥ 1", tr, s.GrowRounds, DefaultGrowRounds)
+		}
+		for _, z := range []Size{SizeCI, SizeSmoke} {
+			if g := z.Symbolic(s).GrowRounds; g != 0 {
+				t.Errorf("%s at size %s: GrowRounds %d, want 0", tr, z, g)
+			}
 		}
 	}
 }

@@ -59,11 +59,18 @@ type Symbolic struct {
 	GrowRounds int `json:"grow_rounds,omitempty"`
 }
 
+// DefaultGrowRounds is DefaultSymbolic's GrowRounds: a budget that binds may double
+// three times, to 8× the reference one (a custom room's 10 clones per class to 80).
+// A map that fits its training walks, or whose tokens leave clones unused, is
+// trained once, as with a fixed budget.
+const DefaultGrowRounds = 3
+
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
 // a held-out walk as long as a training walk, the trainer's iterations, the best of 3
 // starts for EM and up to 5 for the gradient trainer, which stops at the first that
-// fits its training walks (UntilFit), seed 1. A custom environment keeps its layout.
+// fits its training walks (UntilFit), a budget that may grow (DefaultGrowRounds),
+// seed 1. A custom environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if trainer != TrainerGradient && trainer != TrainerEM {
 		return Symbolic{}, &FieldError{Field: "Trainer", Value: fmt.Sprintf("%q", trainer), Need: fmt.Sprintf("want %q or %q", TrainerGradient, TrainerEM)}
@@ -84,7 +91,8 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	return Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: restarts, UntilFit: untilFit, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters}, nil
+		Restarts: restarts, UntilFit: untilFit, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters,
+		GrowRounds: DefaultGrowRounds}, nil
 }
 
 // Symbolic returns the symbolic experiment s at size z: s itself at full size;
@@ -96,7 +104,7 @@ func (z Size) Symbolic(s Symbolic) Symbolic {
 		return s
 	}
 	s.Episodes, s.Steps, s.EvalSteps = 1, min(s.Steps, 3000), min(s.Steps, 3000)
-	s.Restarts, s.ViterbiIters = 1, 0
+	s.Restarts, s.ViterbiIters, s.GrowRounds = 1, 0, 0
 	s.ClonesPerClass = min(s.ClonesPerClass, 10)
 	if len(s.ClonesByClass) > 0 {
 		by := make(map[int]int, len(s.ClonesByClass))
