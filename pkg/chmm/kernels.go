@@ -6,11 +6,11 @@ package chmm
 // vector serves several multiply-adds (1.2–1.7× faster than one row at a
 // time at C = 15 and 70; BenchmarkKernels).
 
-// The exported-to-the-package names (vecMat, matVec, matVecCount, addCounts) are
-// set in kernels_dispatch*.go: the AVX-512 versions (kernels_avx512.go) where the
-// build has GOEXPERIMENT=simd on amd64 and the CPU has AVX-512, else the plain Go
-// ones below. Both compute the same sums in a different order (results agree to
-// rounding; a given machine and build is deterministic).
+// The package-level names (vecMat, matVec, matVecCount, addCounts) are set in
+// kernels_avx512.go and kernels_generic.go: the AVX-512 versions where the build has
+// GOEXPERIMENT=simd on amd64, the CPU has AVX-512 and they timed fast enough at
+// start-up (Kernels), else the plain Go ones below. Both compute the same sums in a
+// different order (results agree to rounding).
 
 // vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).
