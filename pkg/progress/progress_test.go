@@ -123,20 +123,19 @@ func TestFrom(t *testing.T) {
 // start (22.9/s, ETA 1m01s).
 func TestRecentRate(t *testing.T) {
 	var buf bytes.Buffer
-	b := New(&buf, "gradient", 3000)
+	b := New(&buf, "gradient", 3000).Every(time.Second)
 	clock := b.start
 	b.now = func() time.Time { return clock }
-	b.Every(time.Second)
 	step := 0
-	for range 1000 {
-		clock = clock.Add(10 * time.Millisecond)
-		step++
-		b.Update(step, "")
-	}
-	for range 600 {
-		clock = clock.Add(100 * time.Millisecond)
-		step++
-		b.Update(step, "")
+	for _, phase := range []struct {
+		steps int
+		each  time.Duration
+	}{{1000, 10 * time.Millisecond}, {600, 100 * time.Millisecond}} {
+		for range phase.steps {
+			clock = clock.Add(phase.each)
+			step++
+			b.Update(step, "")
+		}
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if want := "gradient 1591/3000 ( 53%) | 10.0/s ETA 2m20s"; lines[len(lines)-1] != want {
