@@ -61,7 +61,7 @@ var flagRanges = map[string]map[string]flagRange{
 	"symbolic": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
 		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts, "grow": ints(0, 10),
-		"entropy": floats(0, 100),
+		"entropy": floats(0, 100), "viterbi-iters": ints(0, 100000),
 	},
 	"train": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "clones": rangeClones,

@@ -215,7 +215,7 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 // TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
 // unless --clones or --clones-for sets it, which then stays as given; --grow always wins.
 func TestSymbolicGrowDefault(t *testing.T) {
-	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1}
+	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
 	for _, c := range []struct {
 		name   string
 		change func(o *symbolicOptions)
@@ -237,4 +237,23 @@ func TestSymbolicGrowDefault(t *testing.T) {
 			t.Errorf("%s: GrowRounds %d, want %d", c.name, s.GrowRounds, c.want)
 		}
 	}
+}
+
+// TestSymbolicViterbiIters: --viterbi-iters sets EM's hard iterations (default 100),
+// and a value outside its range is one clean error.
+func TestSymbolicViterbiIters(t *testing.T) {
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
+	s, _, err := symbolicConfig(o)
+	if err != nil || s.ViterbiIters != 100 {
+		t.Fatalf("default: ViterbiIters %d, err %v", s.ViterbiIters, err)
+	}
+	o.viterbiIters = 0
+	if s, _, err = symbolicConfig(o); err != nil || s.ViterbiIters != 0 {
+		t.Fatalf("--viterbi-iters 0: ViterbiIters %d, err %v", s.ViterbiIters, err)
+	}
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--viterbi-iters", "-3")
+	if code == 0 {
+		t.Fatal("--viterbi-iters -3 accepted")
+	}
+	oneCleanError(t, errOut, "--viterbi-iters -3: must be")
 }

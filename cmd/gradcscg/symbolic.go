@@ -32,6 +32,7 @@ type symbolicOptions struct {
 	entropy              float64
 	restarts             int
 	grow                 int
+	viterbiIters         int
 	jsonPath, savePath   string
 	loadPath             string
 	quiet                bool
@@ -55,6 +56,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 3, gradient up to 5)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
+	fs.IntVar(&o.viterbiIters, "viterbi-iters", -1, "EM trainer: hard (Viterbi) iterations after Baum–Welch, as the original CSCG refines its maps; they leave exact zeros, so a map can lose its way on walks that cross where its training walks did not (-1: 100; 0: none)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
@@ -204,6 +206,9 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	}
 	if o.pseudocount >= 0 {
 		s.Pseudocount = o.pseudocount
+	}
+	if o.viterbiIters >= 0 {
+		s.ViterbiIters = o.viterbiIters
 	}
 	if o.clonesPerToken != "" {
 		if s.ClonesByClass, err = parseClonesFor(o.clonesPerToken); err != nil {
