@@ -52,7 +52,7 @@ type Symbolic struct {
 	LR      float64 `json:"lr,omitempty"`
 	Entropy float64 `json:"entropy,omitempty"`
 	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
-	// predict its own training walks (more than chmm.ExactBits bits per step) and some
+	// predict its own training walks (more than FitBits bits per step) and some
 	// tokens use every clone they have (chmm.Diagnosis.FullTokens), those tokens'
 	// budgets are doubled and the map is trained again from its start, at most
 	// GrowRounds times. The budget above is then the starting one. 0: a fixed budget.
@@ -305,14 +305,15 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 }
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
-// m predicts its training walks (at most chmm.ExactBits bits per step), else the
+// m predicts its training walks (at most FitBits bits per step, the starts' bar: the
+// verdict's 0.02 let a map with merged places stop growing), else the
 // tokens that use every clone.
 func growBudget(m *chmm.Model, train []chmm.Sequence) ([]int, *chmm.Diagnosis, error) {
 	d, err := chmm.Diagnose(m, train, nil, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sizing the budget: %w", err)
 	}
-	if d.TrainBits <= chmm.ExactBits {
+	if d.TrainBits <= FitBits {
 		return nil, d, nil
 	}
 	return d.FullTokens, d, nil
