@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:parallelism=-1
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-bigger reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation figures notebooks clean
 
 all: build
 
@@ -64,6 +64,14 @@ data: build
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite symbolic --trainers gradient --seeds 10 --out results
+
+# The original CSCG's demos (cscg_rectangular, cscg_empty, cscg_stitched, cscg_maze5, cscg_cliques),
+# gradient x seeds 1-10 and EM x seeds 1-3, then one table of both: results/cscg.md (hours on 2 cores;
+# an interrupted suite skips the runs that have reports).
+reproduce-cscg: build
+	$(BIN) reproduce --suite cscg --trainers gradient --seeds 10 --out results
+	$(BIN) reproduce --suite cscg --trainers em --seeds 3 --out results
+	$(BIN) reproduce --suite cscg --seeds 10 --collect --out results
 
 # Issue 18's bigger worlds (big_room, tiled, four_rooms) x {gradient, em}, seed 1, one EM start
 # (hours on 2 cores); writes results/bigger.md with the label-free verdict of each row.
