@@ -12,8 +12,9 @@ import (
 // (AVX-512). They are chosen at start-up where the CPU has AVX-512 and, timed on
 // a 32 × 32 block, they are not slower than the plain Go ones by more than
 // maxAVX512Ratio: on one 2-core virtual machine whose CPU reports AVX-512 every
-// call cost about 2 µs more, 4–9× the plain Go time (the kernels below are 1.5–2.5×
-// faster than plain Go where AVX-512 runs at full speed; BenchmarkGradientKernels).
+// call cost about 2 µs more (10× the plain Go time on the timing block, 2.5–3.7× on
+// the exact gradient), where elsewhere they make the exact gradient 1.5–2.5× faster
+// (BenchmarkGradientKernels).
 var (
 	vecMat      = vecMatGo
 	matVec      = matVecGo
@@ -25,7 +26,7 @@ var (
 )
 
 // maxAVX512Ratio is the largest AVX-512 / plain Go time ratio at which the AVX-512
-// kernels are used. It lies far from both cases measured (about 0.5 and 4–9), so
+// kernels are used. It lies far from both cases measured (about 0.5 and 10), so
 // that noise does not flip the choice between processes on one machine.
 const maxAVX512Ratio = 1.25
 
