@@ -115,7 +115,7 @@ func BenchmarkGradientLong(b *testing.B) {
 // 50,000-step episode of the original CSCG's rectangular room). One worker, so the
 // numbers are CPU-seconds.
 func BenchmarkGradientKernels(b *testing.B) {
-	defer setKernels(useAVX512Now())
+	defer setKernels(useAVX512)
 	sets := []bool{false}
 	if hasAVX512 {
 		sets = append(sets, true)
@@ -143,6 +143,3 @@ func BenchmarkGradientKernels(b *testing.B) {
 		}
 	}
 }
-
-// useAVX512Now says whether the AVX-512 kernels are the ones in use.
-func useAVX512Now() bool { return kernelName() == "avx512" }

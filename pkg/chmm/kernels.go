@@ -12,6 +12,14 @@ package chmm
 // start-up (Kernels), else the plain Go ones below. Both compute the same sums in a
 // different order (results agree to rounding).
 
+// kernelName names the block kernels in use.
+func kernelName() string {
+	if useAVX512 {
+		return "avx512"
+	}
+	return "go"
+}
+
 // vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).
 func vecMatGo(dst, coef, mat []float64, stride int) {

@@ -47,13 +47,11 @@ func setKernels(avx bool) {
 	}
 }
 
-// timeKernels is the least time of 5 rounds of 50 calls of each block kernel, AVX-512
-// or plain Go, on a 32 × 32 block (about 1 ms in all where AVX-512 is fast).
+// timeKernels puts the AVX-512 (avx) or the plain Go block kernels in use and returns
+// the least time of 5 rounds of 50 calls of each on a 32 × 32 block (about 1 ms in all
+// where AVX-512 is fast).
 func timeKernels(avx bool) time.Duration {
-	vm, mv, mvc, ac := vecMatGo, matVecGo, matVecCountGo, addCountsGo
-	if avx {
-		vm, mv, mvc, ac = vecMatAVX512, matVecAVX512, matVecCountAVX512, addCountsAVX512
-	}
+	setKernels(avx)
 	const c, stride = 32, 4 * 32
 	mat, counts := make([]float64, c*stride), make([]float64, c*stride)
 	for i := range mat {
@@ -68,22 +66,14 @@ func timeKernels(avx bool) time.Duration {
 		t0 := time.Now()
 		for range 50 {
 			clear(out)
-			vm(out, v, mat, stride)
-			mv(out, v, mat, stride)
-			mvc(out, v, mat, stride, w, counts)
-			ac(w, v, mat, stride, counts)
+			vecMat(out, v, mat, stride)
+			matVec(out, v, mat, stride)
+			matVecCount(out, v, mat, stride, w, counts)
+			addCounts(w, v, mat, stride, counts)
 		}
 		best = min(best, max(time.Since(t0), time.Nanosecond))
 	}
 	return best
-}
-
-// kernelName names the block kernels in use.
-func kernelName() string {
-	if useAVX512 {
-		return "avx512"
-	}
-	return "go"
 }
 
 // Kernels says which block kernels are in use, and why.
