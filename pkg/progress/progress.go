@@ -26,16 +26,14 @@ type Bar struct {
 	printed  int  // last step printed
 	ended    bool // Finish: the task is over at whatever step (no ETA)
 	now      func() time.Time
-	// The first Update: rate and ETA count from it, so that a slow first step
-	// (graph compilation) does not distort them. Before a second Update a line
-	// that is not the last has neither (one step in microseconds read 5000000/s).
-	anchored bool
-	from     int // steps done before this bar started (From)
+	from int // steps done before this bar started (From)
 	// The rate and ETA of a line that is not the last are over the last RateWindow:
 	// samples of (step, time) at most one a second, the first one the reference (the
-	// first Update while the task is younger than the window). An average since the
-	// start told a gradient run whose iterations had slowed fourfold (clones added)
-	// "81/s, ETA 13s" with minutes to go.
+	// first Update while the task is younger than the window), so that a slow first
+	// step (graph compilation) does not distort them; an average since the start told
+	// a gradient run whose iterations had slowed fourfold (clones added) "81/s, ETA
+	// 13s" with minutes to go. Before a second Update a line that is not the last has
+	// neither (one step in microseconds read 5000000/s).
 	samples []sample
 }
 
@@ -91,9 +89,8 @@ func (b *Bar) Update(step int, format string, args ...any) {
 		step = b.total
 	}
 	now := b.now()
-	if !b.anchored {
-		b.anchored = true
-		b.samples = append(b.samples[:0], sample{step, now})
+	if len(b.samples) == 0 {
+		b.samples = append(b.samples, sample{step, now})
 	} else if now.Sub(b.samples[len(b.samples)-1].at) >= time.Second {
 		b.samples = append(b.samples, sample{step, now})
 		// Keep one sample at least RateWindow old as the reference.
@@ -145,11 +142,12 @@ func (b *Bar) line(step int, now time.Time, msg string) string {
 		sb.WriteString(msg)
 	}
 	final := step >= b.total || b.ended
+	anchored := len(b.samples) > 0
 	var ref sample
-	if len(b.samples) > 0 {
+	if anchored {
 		ref = b.samples[0]
 	}
-	if d := now.Sub(ref.at); step > b.from && el > 0 && (final || b.anchored && step > ref.step && d > 0) {
+	if d := now.Sub(ref.at); step > b.from && el > 0 && (final || anchored && step > ref.step && d > 0) {
 		rate, eta := float64(step-b.from)/el.Seconds(), false // a final line: over the whole task
 		if !final {
 			rate, eta = float64(step-ref.step)/d.Seconds(), true
