@@ -26,7 +26,7 @@ type Bar struct {
 	printed  int  // last step printed
 	ended    bool // Finish: the task is over at whatever step (no ETA)
 	now      func() time.Time
-	from int // steps done before this bar started (From)
+	from     int // steps done before this bar started (From)
 	// The rate and ETA of a line that is not the last are over the last RateWindow:
 	// samples of (step, time) at most one a second, the first one the reference (the
 	// first Update while the task is younger than the window), so that a slow first
