@@ -109,8 +109,8 @@ func checkRanges(fs *flag.FlagSet) error {
 	return err
 }
 
-// memTotal is the machine's memory in bytes (0 when unknown).
-func memTotal() float64 {
+// memTotal is the machine's memory in bytes (0 when unknown); a variable for tests.
+var memTotal = func() float64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0

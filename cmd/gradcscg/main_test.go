@@ -257,3 +257,31 @@ func TestSymbolicViterbiIters(t *testing.T) {
 	}
 	oneCleanError(t, errOut, "--viterbi-iters -3: must be")
 }
+
+// TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit
+// in memory (machines sized from aliased's own estimate at 21, 41 and 81 states), to
+// none when even one would not, and not at all when the memory is unknown.
+func TestGrowRoundsThatFit(t *testing.T) {
+	defer func(f func() float64) { memTotal = f }(memTotal)
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
+	s, env, err := symbolicConfig(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 21
+	for _, c := range []struct {
+		mem  float64
+		want int
+	}{
+		{0, experiment.DefaultGrowRounds}, // memory unknown: no limit
+		{1e12, experiment.DefaultGrowRounds},
+		{1.25 * symbolicBytes(s, env, 1+(n-1)<<2), 2},
+		{1.25 * symbolicBytes(s, env, 1+(n-1)<<1), 1},
+		{1.2 * symbolicBytes(s, env, n), 0},
+	} {
+		memTotal = func() float64 { return c.mem }
+		if g := growRoundsThatFit(s, env, n); g != c.want {
+			t.Errorf("memory %.3g B: %d rounds, want %d", c.mem, g, c.want)
+		}
+	}
+}

@@ -135,10 +135,15 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	for _, c := range s.Clones(experiment.NewTokens(env)) {
 		n += c
 	}
-	steps := s.Episodes * s.Steps
-	if err := checkMemory(hmmBytes(n, env.NumActions(), max(steps, s.EvalSteps))+48*float64(steps+s.EvalSteps),
-		fmt.Sprintf("training %d states on %d × %d steps", n, s.Episodes, s.Steps)); err != nil {
+	if err := checkMemory(symbolicBytes(s, env, n), fmt.Sprintf("training %d states on %d × %d steps", n, s.Episodes, s.Steps)); err != nil {
 		return nil, err
+	}
+	if g := growRoundsThatFit(s, env, n); g < s.GrowRounds {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "the clone budget may double %d time(s), not %d: %d states would not fit in this machine's memory\n",
+				g, s.GrowRounds, 1+(n-1)<<(g+1))
+		}
+		s.GrowRounds = g
 	}
 	var m *chmm.Model // a saved map to score instead of training one
 	if o.loadPath != "" {
@@ -167,6 +172,23 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		return nil, err
 	}
 	return run, nil
+}
+
+// symbolicBytes is the estimated peak memory of training s's map with n states.
+func symbolicBytes(s experiment.Symbolic, env *gridworld.Env, n int) float64 {
+	steps := s.Episodes * s.Steps
+	return hmmBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
+}
+
+// growRoundsThatFit is the most of s.GrowRounds doublings after which the map still
+// fits in memory if every token's budget doubled (n states to start with), so that
+// growth never starts a round that the machine cannot hold.
+func growRoundsThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
+	g := s.GrowRounds
+	for g > 0 && checkMemory(symbolicBytes(s, env, 1+(n-1)<<g), "") != nil {
+		g--
+	}
+	return g
 }
 
 // symbolicConfig is the experiment of the flags: the environment's reference settings
