@@ -29,7 +29,7 @@ type trainOptions struct {
 	set                                                          *flag.FlagSet // to tell which flags were given
 	episodes, steps, jointIters, clones, jitter, gradFrames      int
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
-	collapseLevel                                                float64
+	collapseLevel, stopChurn                                     float64
 	decode, budget, arch                                         string
 	freeze, noLengthNorm, supervised                             bool
 }
@@ -46,7 +46,8 @@ func runTrain(args []string) error {
 	f.StringVar(&o.size, "size", "full", "full: the paper's data size (Table 1); ci: about a minute on two cores, still recovers the benchmark maps (MLP VQ-VAE, 4 × 5,000 steps); smoke: seconds, every phase, no map expected")
 	f.IntVar(&o.episodes, "episodes", 0, "training episodes (0: default)")
 	f.IntVar(&o.steps, "steps", 0, "steps per training episode (0: default)")
-	f.IntVar(&o.jointIters, "joint-iters", -1, "joint-phase iterations (-1: default)")
+	f.IntVar(&o.jointIters, "joint-iters", -1, "joint-phase iterations, the most with --stop-churn (-1: default)")
+	f.Float64Var(&o.stopChurn, "stop-churn", -1, "end the joint phase when at most this share of a fixed sample of training frames changed token since the last checkpoint, after the α_div anneal, which starts at the first such checkpoint (-1: default; 0: run --joint-iters iterations)")
 	f.IntVar(&o.clones, "clones", 0, "clones per token in the joint phase (0: default)")
 	f.Float64Var(&o.alphaDiv, "alpha-div", -1, "diversity-penalty weight α_div (-1: default 1, the paper 0.1; 0 disables it)")
 	f.StringVar(&o.arch, "arch", "", "VQ-VAE architecture: conv (the reference, default) or mlp (≈10× faster, weaker)")
@@ -159,6 +160,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 		cfg.ChunkLen = min(cfg.ChunkLen, o.steps)
 	}
 	override(&cfg.JointIters, o.jointIters)
+	override(&cfg.StopChurn, o.stopChurn)
 	if o.clones > 0 {
 		cfg.Clones = o.clones
 	}

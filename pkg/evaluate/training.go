@@ -56,9 +56,15 @@ type TrainerRun struct {
 
 // Joint is the record of a joint VQ-VAE + cloned-HMM phase.
 type Joint struct {
-	Arch       string `json:"arch,omitempty"` // VQ-VAE architecture: conv | mlp
-	Iters      int    `json:"iters"`          // joint iterations
-	GradFrames int    `json:"grad_frames"`    // frames per iteration with the reconstruction gradient (0: all)
+	Arch  string `json:"arch,omitempty"` // VQ-VAE architecture: conv | mlp
+	Iters int    `json:"iters"`          // joint iterations run
+	// MaxIters is the most the phase could run; StopChurn the label-free stop's
+	// threshold (0: none, the phase ran MaxIters) and AnnealStart the iteration its
+	// α_div anneal started at (pipeline.Config.StopChurn).
+	MaxIters    int     `json:"max_iters,omitempty"`
+	StopChurn   float64 `json:"stop_churn,omitempty"`
+	AnnealStart int     `json:"anneal_start,omitempty"`
+	GradFrames  int     `json:"grad_frames"` // frames per iteration with the reconstruction gradient (0: all)
 	// ActiveCodesWarmup is the number of codes the warm-up used; CodesKept are the
 	// warm-up codes kept as tokens (token i is code CodesKept[i]).
 	ActiveCodesWarmup int   `json:"active_codes_warmup"`

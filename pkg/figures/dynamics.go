@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -21,16 +22,17 @@ import (
 // Record is one line of a pipeline run's history.jsonl (the fields of
 // pipeline.Record, which converts to it: figures.Record(r)).
 type Record struct {
-	Step       int     `json:"step"` // 1-based within the phase
-	Phase      string  `json:"phase"`
-	Rec        float64 `json:"rec"`
-	Commit     float64 `json:"commit"`
-	NLLPerStep float64 `json:"nll_per_step"`
-	Div        float64 `json:"div"`
-	Lambda     float64 `json:"lambda"`
-	Perplexity float64 `json:"perplexity"`
-	Seconds    float64 `json:"seconds"`
-	Event      string  `json:"event,omitempty"`
+	Step       int      `json:"step"` // 1-based within the phase
+	Phase      string   `json:"phase"`
+	Rec        float64  `json:"rec"`
+	Commit     float64  `json:"commit"`
+	NLLPerStep float64  `json:"nll_per_step"`
+	Div        float64  `json:"div"`
+	Lambda     float64  `json:"lambda"`
+	Perplexity float64  `json:"perplexity"`
+	Seconds    float64  `json:"seconds"`
+	Churn      *float64 `json:"churn,omitempty"` // probe tokens changed since the last checkpoint
+	Event      string   `json:"event,omitempty"`
 }
 
 // ReadHistory reads a history.jsonl file (one Record per line; blank lines are
@@ -120,7 +122,8 @@ type dynTerm struct {
 // pipeline run against the step (the records in file order, numbered across the
 // phases): reconstruction and commitment losses (log scale), the gradCSCG NLL per
 // step (soft in the joint phase, hard in the finalisation), the diversity
-// penalty, λ_t and the codebook perplexity. Each term is drawn in the phases
+// penalty, λ_t and the codebook perplexity, and where it was measured (the
+// label-free stop) the token churn at the checkpoints. Each term is drawn in the phases
 // where it is recorded (not all zero), raw in a light line and as a moving average;
 // the phases are shaded and named, and events (perception rollbacks) are marked
 // by dashed vertical lines through every panel, named once in the legend under
@@ -140,6 +143,18 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 		{"diversity penalty log K − H(ρ̄)", []dynTerm{{name: "L_div", get: func(r Record) float64 { return r.Div }}}, false},
 		{"λ_t (gradCSCG weight)", []dynTerm{{name: "λ", get: func(r Record) float64 { return r.Lambda }, exact: true}}, false},
 		{"codebook perplexity", []dynTerm{{name: "perplexity", get: func(r Record) float64 { return r.Perplexity }}}, false},
+	}
+	if slices.ContainsFunc(h, func(r Record) bool { return r.Churn != nil }) { // the label-free stop's measure
+		panels = append(panels, struct {
+			title string
+			terms []dynTerm
+			log   bool
+		}{"token churn: share of the probe frames whose token changed since the last checkpoint", []dynTerm{{name: "churn", exact: true, get: func(r Record) float64 {
+			if r.Churn == nil {
+				return math.NaN() // not measured at this step
+			}
+			return *r.Churn
+		}}}, false})
 	}
 	// Phase p occupies x ∈ [p, p+1]: record i of a span of n records sits at
 	// p + (i − From + 1)/n, so that short phases (the joint one) stay readable.
@@ -206,7 +221,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 				}
 				for i := sp.From; i < sp.To; i++ {
 					v := term.get(h[i])
-					if pan.log && v <= 0 {
+					if math.IsNaN(v) || pan.log && v <= 0 {
 						continue
 					}
 					raw = append(raw, plotter.XY{X: xOf[i], Y: v})

@@ -125,6 +125,15 @@ type Config struct {
 	NoLengthNorm bool `json:"no_length_norm"`
 	// CheckpointEvery is the number of joint iterations between checkpoints (50).
 	CheckpointEvery int `json:"checkpoint_every"`
+	// StopChurn, if > 0, ends the joint phase on a label-free criterion instead of at
+	// JointIters, which becomes a maximum. At every checkpoint the phase re-encodes a
+	// fixed sample of ProbeFrames training frames; the churn is the share whose hard
+	// token changed since the previous checkpoint. The α_div anneal (AlphaDivEnd) starts
+	// at the first checkpoint after λ's ramp with churn ≤ StopChurn (at the latest
+	// JointIters/4 before JointIters) and lasts JointIters/4 iterations; the phase ends
+	// at the first checkpoint after it with churn ≤ StopChurn. 0: JointIters
+	// iterations, the anneal over the second half (a fixed count, as the paper).
+	StopChurn float64 `json:"stop_churn"`
 
 	// Phase 3: finalisation (encoder frozen, hard tokens, full episodes).
 	// FinalBudget is FinalFromJoint (continue from the joint phase's (π, Θ) and clone
@@ -293,6 +302,7 @@ func (c Config) Validate() error {
 	add(c.CollapseFrac >= 0 && c.CollapseFrac < 1, "collapse_frac=%g (need 0 ≤ f < 1)", c.CollapseFrac)
 	add(c.ThrottleFactor > 0 && c.ThrottleFactor <= 1, "throttle_factor=%g (need 0 < f ≤ 1)", c.ThrottleFactor)
 	add(c.CheckpointEvery >= 1, "checkpoint_every=%d (need ≥ 1)", c.CheckpointEvery)
+	add(c.StopChurn >= 0 && c.StopChurn <= 1, "stop_churn=%g (need 0..1)", c.StopChurn)
 	add(c.FinalBudget == FinalFromJoint || c.FinalBudget == BudgetShare, "final_budget=%q (want %q or %q)", c.FinalBudget, FinalFromJoint, BudgetShare)
 	add((c.FinalClones >= 1 || c.FinalBudget != BudgetShare) && c.FinalClones <= 2000, "final_clones=%d (need 1..2000)", c.FinalClones)
 	add(c.FinalIters >= 0, "final_iters=%d (need ≥ 0)", c.FinalIters)
@@ -364,7 +374,7 @@ func decodeOnto(base Config, raw []byte, path string) (Config, error) {
 var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
-	"final_tol": true,
+	"final_tol": true, "stop_churn": true,
 }
 
 // runConfigLegacy is what the fields that older versions fixed in code meant when a

@@ -66,7 +66,10 @@ type Record struct {
 	Lambda     float64 `json:"lambda"`
 	Perplexity float64 `json:"perplexity"`
 	Seconds    float64 `json:"seconds"` // since the phase started (summed over resumed calls)
-	Event      string  `json:"event,omitempty"`
+	// Churn is the share of the probe frames whose token changed since the previous
+	// checkpoint (Config.StopChurn); nil where it was not measured.
+	Churn *float64 `json:"churn,omitempty"`
+	Event string   `json:"event,omitempty"`
 }
 
 // runState is the commit record of a run directory.
@@ -113,6 +116,13 @@ type runState struct {
 	Identity string
 	Files    map[string]string
 	Warmup   string
+
+	// The label-free stop (Config.StopChurn): the probe frames' tokens at the last
+	// checkpoint, the iteration the α_div anneal started at (0: not yet) and the one
+	// the phase stopped at (0: not stopped early).
+	ProbeTokens []int
+	AnnealStart int
+	StoppedAt   int
 
 	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
 	// on, in order.
@@ -692,8 +702,9 @@ func (r *runner) alphaAt(it int) float64 {
 	scale, _ := r.st.scales()
 	a := c.AlphaDiv
 	if c.AlphaDivEnd > 0 && c.JointIters >= 2 {
-		if half := c.JointIters / 2; it >= half {
-			f := float64(it-half) / float64(max(1, c.JointIters-1-half))
+		start, length := r.anneal()
+		if it >= start {
+			f := min(1, float64(it-start)/float64(max(1, length-1)))
 			a = c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
 		}
 	}
@@ -701,6 +712,80 @@ func (r *runner) alphaAt(it int) float64 {
 		a = 0.1
 	}
 	return a * scale
+}
+
+// anneal returns the first iteration of the α_div anneal and its length: the second
+// half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
+// that started it (at the latest, the last JointIters/4).
+func (r *runner) anneal() (start, length int) {
+	c := r.cfg
+	if c.StopChurn == 0 {
+		half := c.JointIters / 2
+		return half, c.JointIters - half
+	}
+	length = max(1, c.JointIters/4)
+	start = c.JointIters - length
+	if r.st.AnnealStart > 0 {
+		start = min(start, r.st.AnnealStart)
+	}
+	return start, length
+}
+
+// ProbeFrames is the number of training frames the label-free stop re-encodes at
+// every checkpoint (Config.StopChurn).
+const ProbeFrames = 2048
+
+// churn re-encodes the probe frames (a fixed sample of the training frames) and returns
+// the share whose token changed since the previous checkpoint: NaN at the first.
+func (r *runner) churn() (float64, error) {
+	n := min(ProbeFrames, len(r.d.allFrames))
+	idx := make([]int, n)
+	for i, f := range rand.New(rand.NewPCG(r.cfg.Seed, 0x9b0b_e000)).Perm(len(r.d.allFrames))[:n] {
+		idx[i] = r.d.allFrames[f]
+	}
+	tokens, _, err := r.joint.VQ.Encode(r.d.train.Floats(idx, nil))
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: probe tokens: %w", err)
+	}
+	prev := r.st.ProbeTokens
+	r.st.ProbeTokens = tokens
+	if len(prev) != len(tokens) {
+		return math.NaN(), nil
+	}
+	changed := 0
+	for i, t := range tokens {
+		if t != prev[i] {
+			changed++
+		}
+	}
+	return float64(changed) / float64(n), nil
+}
+
+// stopCheck measures the churn at a checkpoint (Config.StopChurn), records it, starts
+// the α_div anneal or ends the phase; it returns whether the phase ends here.
+func (r *runner) stopCheck(rec *Record) (bool, error) {
+	c, st := r.cfg, r.st
+	ch, err := r.churn()
+	if err != nil {
+		return false, err
+	}
+	if math.IsNaN(ch) {
+		return false, nil
+	}
+	rec.Churn = &ch
+	settled := ch <= c.StopChurn
+	rampEnd := int(math.Ceil(c.AnnealFrac * float64(c.JointIters)))
+	start, length := r.anneal()
+	switch {
+	case st.AnnealStart == 0 && settled && st.JointIter >= rampEnd:
+		st.AnnealStart = st.JointIter
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, c.StopChurn), "; ")
+	case st.JointIter >= start+length && settled:
+		st.StoppedAt = st.JointIter
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled after the anneal (churn %.4f ≤ %g): joint phase ends", ch, c.StopChurn), "; ")
+		return true, nil
+	}
+	return false, nil
 }
 
 // afterJointStep, if set (tests only), runs after every joint step, before the step is
@@ -777,8 +862,14 @@ func (r *runner) jointPhase() error {
 			continue
 		}
 		if r.st.JointIter%cfg.CheckpointEvery == 0 || r.st.JointIter == cfg.JointIters {
+			stop := false
+			if cfg.StopChurn > 0 {
+				if stop, err = r.stopCheck(&r.st.History[len(r.st.History)-1]); err != nil {
+					return err
+				}
+			}
 			r.st.Seconds[PhaseJoint] = base + time.Since(start).Seconds()
-			if r.st.JointIter == cfg.JointIters {
+			if r.st.JointIter == cfg.JointIters || stop {
 				if err := r.finishJoint(); err != nil {
 					return err
 				}
@@ -796,10 +887,17 @@ func (r *runner) jointPhase() error {
 				return err
 			}
 			r.pruneJoint()
+			if stop {
+				break
+			}
 		}
 	}
 	if bar != nil {
-		bar.Done("")
+		msg := ""
+		if r.st.StoppedAt > 0 {
+			msg = fmt.Sprintf("tokens settled: stopped at %d of at most %d", r.st.StoppedAt, cfg.JointIters)
+		}
+		bar.Done("%s", msg)
 	}
 	if cfg.JointIters == 0 {
 		r.st.Phase = PhaseFinal
@@ -893,6 +991,10 @@ func (r *runner) intervene(reason string) (string, error) {
 	}
 	st.Interventions = append(st.Interventions, iv)
 	st.JointIter, st.Smoothed, st.SkipRun = st.HealthyIter, st.HealthySmoothed, 0
+	st.ProbeTokens = nil // the churn restarts from the restored checkpoint
+	if st.AnnealStart > st.HealthyIter {
+		st.AnnealStart = 0
+	}
 	kept := st.History[:0]
 	last := -1
 	for _, rec := range st.History {
@@ -1345,7 +1447,8 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t := st.Made
 	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
 	j := *st.joint()
-	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.JointIters, cfg.GradFrames
+	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), st.JointIter, cfg.GradFrames
+	j.MaxIters, j.StopChurn, j.AnnealStart = cfg.JointIters, cfg.StopChurn, st.AnnealStart
 	j.CodesKept, j.Clones, j.Rollbacks = st.Codes, st.Clones, st.Rollbacks
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j

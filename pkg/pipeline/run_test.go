@@ -365,6 +365,93 @@ func TestAlphaAt(t *testing.T) {
 	}
 }
 
+// TestAlphaAtStopChurn: with the label-free stop the anneal lasts JointIters/4 from the
+// checkpoint that started it, or from JointIters − JointIters/4 when none has (hand
+// values for 20 iterations: length 5, slope (0.1−1)/4 per iteration).
+func TestAlphaAtStopChurn(t *testing.T) {
+	r := &runner{cfg: Config{JointIters: 20, AlphaDiv: 1, AlphaDivEnd: 0.1, StopChurn: 0.01}, st: &runState{}}
+	check := func(it int, want float64) {
+		t.Helper()
+		if got := r.alphaAt(it); math.Abs(got-want) > 1e-12 {
+			t.Errorf("AnnealStart %d: alphaAt(%d) = %g, want %g", r.st.AnnealStart, it, got, want)
+		}
+	}
+	check(14, 1) // not started: the anneal is the last 5 iterations
+	check(15, 1)
+	check(17, 0.55)
+	check(19, 0.1)
+	r.st.AnnealStart = 8
+	check(7, 1)
+	check(8, 1)
+	check(9, 0.775)
+	check(12, 0.1)
+	check(19, 0.1)
+	if s, l := r.anneal(); s != 8 || l != 5 {
+		t.Errorf("anneal() = %d, %d, want 8, 5", s, l)
+	}
+}
+
+// TestStopChurn: a run whose stop threshold every churn meets (1) starts its anneal at
+// the first checkpoint after λ's ramp and ends at the first checkpoint after the
+// anneal; the checkpoints' records carry the churn (a share in [0, 1]) and the two
+// events; the report says how many iterations ran of how many; an interrupted run
+// resumes to the same history and report.
+func TestStopChurn(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.JointIters, cfg.CheckpointEvery, cfg.AnnealFrac, cfg.StopChurn = 40, 5, 0.25, 1
+	// ramp ends at 10, the first churn is at 10 (5 has no previous tokens): anneal
+	// 10..19, stop at the first checkpoint ≥ 20.
+	a := t.TempDir()
+	rep, err := Run(context.Background(), a, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := LoadRun(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := phaseRows(ra.History, PhaseJoint)
+	if len(h) != 20 {
+		t.Fatalf("%d joint records, want 20 (stopped at 20 of 40)", len(h))
+	}
+	for _, rec := range h {
+		measured := rec.Step >= 10 && rec.Step%5 == 0
+		if (rec.Churn != nil) != measured || rec.Churn != nil && !(*rec.Churn >= 0 && *rec.Churn <= 1) {
+			t.Errorf("iteration %d: churn %v, want a share at checkpoints from 10", rec.Step, rec.Churn)
+		}
+	}
+	if !strings.Contains(h[9].Event, "α_div anneal starts") || !strings.Contains(h[19].Event, "joint phase ends") {
+		t.Errorf("events %q / %q, want the anneal's start at 10 and the stop at 20", h[9].Event, h[19].Event)
+	}
+	if j := rep.Training.Joint; j.Iters != 20 || j.MaxIters != 40 || j.AnnealStart != 10 || j.StopChurn != 1 {
+		t.Errorf("report: iters %d of %d, anneal from %d, stop_churn %g; want 20 of 40 from 10, 1", j.Iters, j.MaxIters, j.AnnealStart, j.StopChurn)
+	}
+	b := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 17
+	if _, err := Run(context.Background(), b, stop, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v, want ErrStopped", err)
+	}
+	repB, err := Run(context.Background(), b, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := LoadRun(b)
+	hb := phaseRows(rb.History, PhaseJoint)
+	if len(hb) != len(h) {
+		t.Fatalf("resumed: %d joint records, want %d", len(hb), len(h))
+	}
+	for i := range h {
+		if h[i].Rec != hb[i].Rec || h[i].Event != hb[i].Event || (h[i].Churn == nil) != (hb[i].Churn == nil) ||
+			h[i].Churn != nil && *h[i].Churn != *hb[i].Churn {
+			t.Fatalf("resumed: iteration %d differs: %+v vs %+v", i+1, h[i], hb[i])
+		}
+	}
+	if rep.ViterbiMap != repB.ViterbiMap || rep.HTokenGivenPlace != repB.HTokenGivenPlace {
+		t.Errorf("resumed report differs: %+v / %+v", rep.ViterbiMap, repB.ViterbiMap)
+	}
+}
+
 // TestCollapseInterventionRollsBack forces collapse (λ = 3, no diversity term, a high
 // rate) with the anti-collapse response on: every intervention restores a healthy
 // checkpoint (the history has no joint record past the rollback point before the event,
