@@ -159,8 +159,6 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 		cfg.Steps, cfg.EvalSteps = o.steps, o.steps
 		cfg.ChunkLen = min(cfg.ChunkLen, o.steps)
 	}
-	override(&cfg.JointIters, o.jointIters)
-	override(&cfg.StopChurn, o.stopChurn)
 	if o.clones > 0 {
 		cfg.Clones = o.clones
 	}
@@ -174,6 +172,8 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	case o.arch != "":
 		cfg = cfg.WithArch(o.arch) // before the overrides: it sets arch-dependent defaults
 	}
+	override(&cfg.JointIters, o.jointIters)
+	override(&cfg.StopChurn, o.stopChurn)
 	override(&cfg.CollapseFrac, o.collapseFrac)
 	override(&cfg.GradFrames, o.gradFrames)
 	override(&cfg.CollapseLevel, o.collapseLevel)

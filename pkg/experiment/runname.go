@@ -86,6 +86,9 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.JointIters != d.JointIters {
 		name += fmt.Sprintf("_joint%d", cfg.JointIters)
 	}
+	if cfg.StopChurn != d.StopChurn {
+		name += fmt.Sprintf("_churn%g", cfg.StopChurn)
+	}
 	if cfg.Lambda != d.Lambda {
 		name += fmt.Sprintf("_lambda%g", cfg.Lambda)
 	}

@@ -335,6 +335,10 @@ func eventLabel(text string) string {
 		return "rollback to a healthy checkpoint (anti-collapse)"
 	case strings.HasPrefix(text, "non-finite step"):
 		return "non-finite step not applied"
+	case strings.Contains(text, "α_div anneal starts"):
+		return "tokens settled: α_div anneal starts"
+	case strings.Contains(text, "joint phase ends"):
+		return "tokens settled: joint phase ends"
 	}
 	if strings.HasPrefix(text, "collapse") {
 		return "perception rollback (codebook collapse)"

@@ -60,6 +60,17 @@
 // finalisation re-budgeted by token share, stopped on a plateau and pruned. The
 // measurements are in results/archive/joint-defaults.md and the README.
 //
+// # Stopping
+//
+// By default the joint phase runs JointIters iterations. Config.StopChurn (off by
+// default) makes that a maximum and ends the phase on a label-free criterion: at every
+// checkpoint a fixed sample of ProbeFrames training frames is re-encoded, and the
+// churn, the share of them whose hard token changed since the previous checkpoint, is
+// recorded (history.jsonl, Figure 6). The first checkpoint after λ's ramp with churn
+// ≤ StopChurn starts the α_div anneal, which lasts JointIters/4 iterations; the first
+// checkpoint after it with churn ≤ StopChurn ends the phase. The report records the
+// iterations run and the anneal's start (evaluate.Joint).
+//
 // # Anti-collapse
 //
 // The joint objective has a trivial optimum, every frame on one token (NLL 0), and the
@@ -100,7 +111,8 @@
 //	                history, seconds per phase, and the SHA-256 of config.json and of
 //	                every model file below; framed by a header and its own SHA-256
 //	history.jsonl   one Record per line: step, phase, rec, commit, nll_per_step, div,
-//	                lambda, perplexity, seconds (and event)
+//	                lambda, perplexity, seconds (and churn, at the checkpoints of a run
+//	                with StopChurn, and event)
 //	warmup-NNNNNN.ckpt  VQ-VAE checkpoint of phase 1 after step N (warmup.ckpt in
 //	                directories written before digests)
 //	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)

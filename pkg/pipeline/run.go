@@ -702,7 +702,7 @@ func (r *runner) alphaAt(it int) float64 {
 	scale, _ := r.st.scales()
 	a := c.AlphaDiv
 	if c.AlphaDivEnd > 0 && c.JointIters >= 2 {
-		start, length := r.anneal()
+		start, length := r.st.anneal(c)
 		if it >= start {
 			f := min(1, float64(it-start)/float64(max(1, length-1)))
 			a = c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
@@ -714,19 +714,18 @@ func (r *runner) alphaAt(it int) float64 {
 	return a * scale
 }
 
-// anneal returns the first iteration of the α_div anneal and its length: the second
+// anneal returns the first iteration of c's α_div anneal and its length: the second
 // half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
 // that started it (at the latest, the last JointIters/4).
-func (r *runner) anneal() (start, length int) {
-	c := r.cfg
+func (st *runState) anneal(c Config) (start, length int) {
 	if c.StopChurn == 0 {
 		half := c.JointIters / 2
 		return half, c.JointIters - half
 	}
 	length = max(1, c.JointIters/4)
 	start = c.JointIters - length
-	if r.st.AnnealStart > 0 {
-		start = min(start, r.st.AnnealStart)
+	if st.AnnealStart > 0 {
+		start = min(start, st.AnnealStart)
 	}
 	return start, length
 }
@@ -775,9 +774,9 @@ func (r *runner) stopCheck(rec *Record) (bool, error) {
 	rec.Churn = &ch
 	settled := ch <= c.StopChurn
 	rampEnd := int(math.Ceil(c.AnnealFrac * float64(c.JointIters)))
-	start, length := r.anneal()
+	start, length := st.anneal(c)
 	switch {
-	case st.AnnealStart == 0 && settled && st.JointIter >= rampEnd:
+	case st.AnnealStart == 0 && settled && st.JointIter >= rampEnd && st.JointIter < start:
 		st.AnnealStart = st.JointIter
 		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, c.StopChurn), "; ")
 	case st.JointIter >= start+length && settled:
@@ -1448,7 +1447,10 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
 	j := *st.joint()
 	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), st.JointIter, cfg.GradFrames
-	j.MaxIters, j.StopChurn, j.AnnealStart = cfg.JointIters, cfg.StopChurn, st.AnnealStart
+	if cfg.StopChurn > 0 {
+		j.MaxIters, j.StopChurn = cfg.JointIters, cfg.StopChurn
+		j.AnnealStart, _ = st.anneal(cfg)
+	}
 	j.CodesKept, j.Clones, j.Rollbacks = st.Codes, st.Clones, st.Rollbacks
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j

@@ -386,7 +386,7 @@ func TestAlphaAtStopChurn(t *testing.T) {
 	check(9, 0.775)
 	check(12, 0.1)
 	check(19, 0.1)
-	if s, l := r.anneal(); s != 8 || l != 5 {
+	if s, l := r.st.anneal(r.cfg); s != 8 || l != 5 {
 		t.Errorf("anneal() = %d, %d, want 8, 5", s, l)
 	}
 }
