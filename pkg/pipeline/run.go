@@ -1446,7 +1446,10 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t := st.Made
 	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
 	j := *st.joint()
-	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), st.JointIter, cfg.GradFrames
+	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.JointIters, cfg.GradFrames
+	if st.StoppedAt > 0 {
+		j.Iters = st.StoppedAt
+	}
 	if cfg.StopChurn > 0 {
 		j.MaxIters, j.StopChurn = cfg.JointIters, cfg.StopChurn
 		j.AnnealStart, _ = st.anneal(cfg)
