@@ -118,6 +118,13 @@ type dynTerm struct {
 	exact bool // a schedule, not a noisy estimate: drawn as is, not smoothed
 }
 
+// dynPanel is one panel of TrainingDynamics: its terms, on a log scale or not.
+type dynPanel struct {
+	title string
+	terms []dynTerm
+	log   bool
+}
+
 // TrainingDynamics draws paper Figure 6: every term of the loss history of a
 // pipeline run against the step (the records in file order, numbered across the
 // phases): reconstruction and commitment losses (log scale), the gradCSCG NLL per
@@ -133,11 +140,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 		return nil, errors.New("figures.TrainingDynamics: empty history")
 	}
 	spans := phaseSpans(h)
-	panels := []struct {
-		title string
-		terms []dynTerm
-		log   bool
-	}{
+	panels := []dynPanel{
 		{"reconstruction loss L_rec and commitment loss L_commit", []dynTerm{{name: "L_rec", get: func(r Record) float64 { return r.Rec }}, {name: "L_commit", get: func(r Record) float64 { return r.Commit }}}, true},
 		{"gradCSCG NLL per step (nats)", []dynTerm{{name: "−ℓ/T", get: func(r Record) float64 { return r.NLLPerStep }}}, false},
 		{"diversity penalty log K − H(ρ̄)", []dynTerm{{name: "L_div", get: func(r Record) float64 { return r.Div }}}, false},
@@ -145,11 +148,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 		{"codebook perplexity", []dynTerm{{name: "perplexity", get: func(r Record) float64 { return r.Perplexity }}}, false},
 	}
 	if slices.ContainsFunc(h, func(r Record) bool { return r.Churn != nil }) { // the label-free stop's measure
-		panels = append(panels, struct {
-			title string
-			terms []dynTerm
-			log   bool
-		}{"token churn: share of the probe frames whose token changed since the last checkpoint", []dynTerm{{name: "churn", exact: true, get: func(r Record) float64 {
+		panels = append(panels, dynPanel{"token churn: share of the probe frames whose token changed since the last checkpoint", []dynTerm{{name: "churn", exact: true, get: func(r Record) float64 {
 			if r.Churn == nil {
 				return math.NaN() // not measured at this step
 			}

@@ -239,3 +239,32 @@ func TestFigureDynamicsEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestFigureDynamicsChurn: a history with churn at some steps (the label-free stop's
+// checkpoints) gets a sixth panel drawn from those steps only (nil elsewhere is not a
+// point), and the stop's events are named; a history without churn keeps five panels.
+func TestFigureDynamicsChurn(t *testing.T) {
+	h := syntheticHistory()
+	fig, err := TrainingDynamics(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fig.Panels[0].(stacked).top.(alignedPlots)); n != 5 {
+		t.Fatalf("without churn: %d panels, want 5", n)
+	}
+	for i := 10; i < len(h); i += 10 {
+		c := 1 / float64(i)
+		h[i].Churn = &c
+	}
+	h[50].Event = "tokens settled (churn 0.0200 ≤ 0.02): α_div anneal starts"
+	if fig, err = TrainingDynamics(h); err != nil {
+		t.Fatal(err)
+	}
+	st := fig.Panels[0].(stacked)
+	if n := len(st.top.(alignedPlots)); n != 6 {
+		t.Fatalf("with churn: %d panels, want 6", n)
+	}
+	if got := st.bottom.(legendStrip)[0].label; got != "tokens settled: α_div anneal starts" {
+		t.Errorf("event named %q", got)
+	}
+}
