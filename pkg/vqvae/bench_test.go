@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 )
 
-// benchBackend is the backend named by GOMLX_BACKEND (e.g. "go", "go:parallelism=-1").
+// benchBackend is the project's backend (hmmgraph.NewBackend: GOMLX_BACKEND, else the
+// go backend with hmmgraph.GoBackendConfig), as the programs use it.
 func benchBackend(b *testing.B) compute.Backend {
-	be, err := compute.New()
+	be, _, err := hmmgraph.NewBackend()
 	if err != nil {
 		b.Fatal(err)
 	}
