@@ -317,6 +317,9 @@ func RunAblationSuite(ctx context.Context, a AblationSuite, log io.Writer) (tabl
 	if s.Arch != "conv" {
 		path = filepath.Join(s.Out, s.Arch+"_ablation.md")
 	}
+	if err := os.MkdirAll(s.Out, 0o755); err != nil { // before any run, not after the first
+		return "", "", err
+	}
 	total, done := len(s.Envs)*len(Ablations)*s.Seeds, 0
 	flush := func() error {
 		text := b.String()

@@ -1,6 +1,9 @@
 package experiment
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,5 +80,26 @@ func TestRunName(t *testing.T) {
 			t.Errorf("%s and %s share the name %q", c.what, prev, got)
 		}
 		seen[got] = c.what
+	}
+}
+
+// TestAblationSuiteCreatesOut: the ablation suite writes its table into an output
+// directory that does not exist yet (it used to fail there after its first run).
+func TestAblationSuiteCreatesOut(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "new", "results")
+	table, path, err := RunAblationSuite(context.Background(), AblationSuite{Envs: []string{"aliased"}, Seeds: 1,
+		Runs: t.TempDir(), Out: out, Collect: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(out, "ablation.md") {
+		t.Errorf("path %s, want %s", path, filepath.Join(out, "ablation.md"))
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || string(raw) != table {
+		t.Fatalf("table file: %v (%d bytes, want %d)", err, len(raw), len(table))
+	}
+	if n := strings.Count(table, "| aliased |"); n != len(Ablations) {
+		t.Errorf("%d aliased rows, want %d:\n%s", n, len(Ablations), table)
 	}
 }
