@@ -117,6 +117,9 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 		t.Errorf("mismatched model: exit %d, want 1", code)
 	}
 	oneCleanError(t, errOut, "does not fit environment two_rooms")
+	if !strings.Contains(errOut, "the map was trained on aliased: give --env aliased") {
+		t.Errorf("the error does not name the map's environment: %s", errOut)
+	}
 
 	// A corrupt model file is reported, not trusted.
 	data, err := os.ReadFile(model)

@@ -167,6 +167,13 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	}
 	if err != nil {
 		if o.loadPath != "" {
+			if was := m.Meta["env"]; was != "" && was != env.Name {
+				hint := "--env " + was
+				if _, nerr := gridworld.Named(was); nerr != nil {
+					hint = "--layout with its layout file"
+				}
+				return nil, fmt.Errorf("%s: %w (the map was trained on %s: give %s)", o.loadPath, err, was, hint)
+			}
 			return nil, fmt.Errorf("%s: %w", o.loadPath, err)
 		}
 		return nil, err

@@ -17,7 +17,7 @@ const (
 	// tiled12 is a 12 × 12 room tiled with one 3 × 3 motif of 9 classes: every class
 	// at 16 places.
 	tiled12 = "0 1 2 0 1 2 0 1 2 0 1 2\n3 4 5 3 4 5 3 4 5 3 4 5\n6 7 8 6 7 8 6 7 8 6 7 8\n"
-	// loops2 is two loops of 19 places (issue 18's gradient-plateau layout).
+	// loops2 is two loops of 17 places (layouts/loops2.txt) (issue 18's gradient-plateau layout).
 	loops2 = "0 1 2 1 0 1 2\n1 # # 2 # # 0\n2 1 0 1 2 0 1\n"
 )
 
