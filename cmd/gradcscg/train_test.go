@@ -46,7 +46,7 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations and the joint iterations (--joint-iters 5).
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1,
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1,
 		gradFrames: -1, collapseLevel: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
@@ -77,7 +77,7 @@ func TestTrainConfigFlags(t *testing.T) {
 	}
 	// --arch sets the architecture's defaults before the flags that override them.
 	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
-		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
+		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
 	o.set = newFlagSet("train", "")
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp" {
 		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)

@@ -33,8 +33,10 @@ type Training struct {
 	Steps    int   `json:"steps,omitempty"`    // steps per walk
 	Restarts int   `json:"restarts,omitempty"` // starts trained; the best training likelihood was kept
 	Clones   []int `json:"clones,omitempty"`   // clones per token of the map
-	// GrowRounds is how many times the budget was doubled for the tokens that used
-	// every clone (experiment.Symbolic.GrowRounds).
+	// GrowRounds is how many times the budget was doubled: symbolic, for the tokens
+	// that used every clone (experiment.Symbolic.GrowRounds); from pixels, the
+	// finalisation's whole budget, which pruning left almost all in use
+	// (pipeline.Config.FinalGrow).
 	GrowRounds int `json:"grow_rounds,omitempty"`
 	// Pruned is the number of states that finalisation removed as unused.
 	Pruned int `json:"pruned,omitempty"`
@@ -268,7 +270,7 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 		runs = append(runs, fmt.Sprintf("best of %d starts", t.Restarts))
 	}
 	if t.GrowRounds > 0 {
-		runs = append(runs, fmt.Sprintf("budget doubled %d time(s) for tokens that used every clone", t.GrowRounds))
+		runs = append(runs, fmt.Sprintf("budget doubled %d time(s): it was all in use", t.GrowRounds))
 	}
 	if len(runs) > 0 {
 		row("HMM training", "%s", strings.Join(runs, "; "))

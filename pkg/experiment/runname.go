@@ -77,6 +77,9 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.FinalPrune != d.FinalPrune {
 		name += fmt.Sprintf("_prune%g", cfg.FinalPrune)
 	}
+	if cfg.FinalGrow != d.FinalGrow {
+		name += fmt.Sprintf("_grow%d", cfg.FinalGrow)
+	}
 	if cfg.GradFrames != d.GradFrames {
 		name += fmt.Sprintf("_grad%d", cfg.GradFrames)
 	}

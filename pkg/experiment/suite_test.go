@@ -69,6 +69,7 @@ func TestRunName(t *testing.T) {
 		{"conv's collapse level on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.CollapseLevel = 0.15 }, "aliased_mnist_seed1_mlp_cl0.15"},
 		{"the MLP's α_div end on conv", func(c *pipeline.Config) { c.AlphaDivEnd = 0.1 }, "aliased_mnist_seed1_divend0.1"},
 		{"conv's α_div end on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.AlphaDivEnd = 0.03 }, "aliased_mnist_seed1_mlp_divend0.03"},
+		{"a fixed finalisation budget", func(c *pipeline.Config) { c.FinalGrow = 0 }, "aliased_mnist_seed1_grow0"},
 	} {
 		c2 := cfg
 		c.change(&c2)

@@ -1056,25 +1056,53 @@ func (r *runner) final() error {
 	if err != nil {
 		return err
 	}
-	if cfg.FinalBudget == BudgetShare {
-		share := make([]float64, hmm.K())
-		for _, x := range tokens {
-			share[x] += 1 / float64(len(tokens))
-		}
-		hmm = chmm.New(cloneBudget(cfg.FinalClones, BudgetShare, share), hmm.NumActions,
-			rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+	share := make([]float64, hmm.K())
+	for _, x := range tokens {
+		share[x] += 1 / float64(len(tokens))
 	}
 	seqs := r.d.sequences(tokens)
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
 		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
-	if cfg.FinalIters > 0 {
-		if err := r.trainFinal(hmm, seqs, gc, "finalise", ""); err != nil {
-			return fmt.Errorf("pipeline: finalisation: %w", err)
+	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
+	joint, clones, event := hmm, cfg.FinalClones, ""
+	for round := 0; ; round++ {
+		if cfg.FinalBudget == BudgetShare {
+			hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		}
-	}
-	if cfg.FinalPrune > 0 {
-		if hmm, err = r.prune(hmm, seqs, gc); err != nil {
-			return err
+		suffix := "" // the runs of each round keep their own record (Training.AddRun)
+		if round > 0 {
+			suffix = fmt.Sprintf(" (%d× budget)", 1<<round)
+		}
+		if cfg.FinalIters > 0 {
+			if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, event); err != nil {
+				return fmt.Errorf("pipeline: finalisation: %w", err)
+			}
+		}
+		budget := hmm.N() - 1
+		if cfg.FinalPrune > 0 {
+			if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
+				return err
+			}
+		}
+		r.st.Made.GrowRounds = round
+		// Config.FinalGrow: the budget binds when pruning leaves fewer than GrowSlack
+		// of its clones unused.
+		unused := r.st.Made.Pruned
+		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
+			break
+		}
+		if n := 1 + len(share)*2*clones; n > maxFinalStates {
+			if r.out != nil {
+				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but %d states would exceed %d: kept\n",
+					unused, budget, n, maxFinalStates)
+			}
+			break
+		}
+		clones *= 2
+		event = fmt.Sprintf("budget doubled: %d of %d clones were unused", unused, budget)
+		if r.out != nil {
+			fmt.Fprintf(r.out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); finalising again with %d clones per token on average\n",
+				unused, budget, 100*GrowSlack, clones)
 		}
 	}
 	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
@@ -1095,10 +1123,15 @@ func (r *runner) final() error {
 	return r.commit()
 }
 
+// maxFinalStates bounds the states a growing finalisation budget may reach
+// (Config.FinalGrow): the forward–backward pass over 4 × 10,000 steps then holds about
+// 2.6 GB.
+const maxFinalStates = 4096
+
 // prune removes the clones that the training episodes' Viterbi paths visit fewer than
 // FinalPrune × steps times (keeping each token's most visited clone) and trains the
-// pruned model for FinalPruneIters iterations (Config.FinalPrune).
-func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig) (*chmm.Model, error) {
+// pruned model for FinalPruneIters iterations (Config.FinalPrune), a run called label.
+func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label string) (*chmm.Model, error) {
 	cfg := r.cfg
 	visits, err := chmm.ViterbiVisits(hmm, seqs, 0)
 	if err != nil {
@@ -1135,7 +1168,7 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 		return pruned, nil
 	}
 	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0
-	if err := r.trainFinal(pruned, seqs, gc, "retrain", fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())); err != nil {
+	if err := r.trainFinal(pruned, seqs, gc, label, fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())); err != nil {
 		return nil, fmt.Errorf("pipeline: training the pruned model: %w", err)
 	}
 	return pruned, nil

@@ -67,6 +67,9 @@ func TestDefaultConfigs(t *testing.T) {
 			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.03",
 				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.VQVAE.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
 		}
+		if cfg.FinalGrow != 2 || cfg.FinalBudget != BudgetShare || cfg.FinalPrune != 0.001 {
+			t.Errorf("%s: finalisation budget %q growing %d times, pruning %g; want share, 2, 0.001", tc.env, cfg.FinalBudget, cfg.FinalGrow, cfg.FinalPrune)
+		}
 		if cfg.Budget != tc.budget {
 			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Budget, tc.budget)
 		}
