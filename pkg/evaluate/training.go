@@ -38,6 +38,9 @@ type Training struct {
 	// finalisation's whole budget, which pruning left almost all in use
 	// (pipeline.Config.FinalGrow).
 	GrowRounds int `json:"grow_rounds,omitempty"`
+	// GrowChecks are a pixel run's checks of a finalisation budget that bound
+	// (pipeline.Config.FinalGrow), in order.
+	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
 	// Pruned is the number of states that finalisation removed as unused.
 	Pruned int `json:"pruned,omitempty"`
 	// Runs are the HMM trainer's runs that made the final map, in order (symbolic:
@@ -45,6 +48,16 @@ type Training struct {
 	Runs []TrainerRun `json:"runs,omitempty"`
 	// Joint is the joint phase of a map learned from pixels; nil otherwise.
 	Joint *Joint `json:"joint,omitempty"`
+}
+
+// GrowCheck is one check of a budget that bound: bits per step on the held-out end of
+// the training walks with Clones per token on average and with twice as many, each
+// trained on the rest; Grown if the doubled budget was kept.
+type GrowCheck struct {
+	Clones    int     `json:"clones"`
+	Bits      float64 `json:"bits"`
+	GrownBits float64 `json:"grown_bits"`
+	Grown     bool    `json:"grown"`
 }
 
 // TrainerRun is one run of an HMM trainer: how long it trained and why it stopped.
@@ -271,6 +284,14 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	}
 	if t.GrowRounds > 0 {
 		runs = append(runs, fmt.Sprintf("budget doubled %d time(s): it was all in use", t.GrowRounds))
+	}
+	for _, c := range t.GrowChecks {
+		verdict := "kept"
+		if c.Grown {
+			verdict = "doubled"
+		}
+		runs = append(runs, fmt.Sprintf("budget of %d clones per token bound: held-out %.4f bits/step, %.4f with twice as many: %s",
+			c.Clones, c.Bits, c.GrownBits, verdict))
 	}
 	if len(runs) > 0 {
 		row("HMM training", "%s", strings.Join(runs, "; "))

@@ -31,6 +31,11 @@ const (
 	// GrowSlack is the share of the finalisation's clones that pruning must leave unused
 	// for the budget to count as large enough (Config.FinalGrow).
 	GrowSlack = 0.1
+	// GrowHoldOut is the end of every training walk that a growth check holds out, and
+	// GrowGain the bits per held-out step that twice the budget must save to be kept
+	// (Config.FinalGrow).
+	GrowHoldOut = 0.1
+	GrowGain    = 0.01
 )
 
 // Read-outs of the held-out episode (Config.Decode).
@@ -180,10 +185,11 @@ type Config struct {
 	FinalPrune      float64 `json:"final_prune"`
 	FinalPruneIters int     `json:"final_prune_iters"` // (300)
 	// FinalGrow lets the finalisation's budget size itself: while pruning leaves fewer
-	// than GrowSlack of the clones unused (the data uses nearly the whole budget),
-	// FinalClones doubles and the finalisation starts again from the same tokens, at
-	// most FinalGrow times. It needs BudgetShare and FinalPrune > 0. Default 2; 0: a
-	// fixed budget.
+	// than GrowSlack of the clones unused (the data uses nearly the whole budget) and
+	// twice the budget predicts held-out ends of the training walks better (by
+	// GrowGain bits per step, trained on the rest), FinalClones doubles and the
+	// finalisation starts again from the same tokens, at most FinalGrow times. It needs
+	// BudgetShare and FinalPrune > 0. Default 2; 0: a fixed budget.
 	FinalGrow int `json:"final_grow"`
 
 	// Decode is the held-out read-out: DecodeSoft (default) runs Viterbi with the frozen

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 // TestPruneDropsUnvisitedClones: an HMM with clones [3, 2] whose transitions lead every
@@ -50,46 +52,79 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 	}
 }
 
-// TestFinalGrow: a finalisation budget of one clone per token binds (pruning can free
-// none), so with FinalGrow 2 it doubles twice (1 → 2 → 4 clones per token on average),
-// each round's runs and the doubling are recorded, and the map keeps more states; with
-// FinalGrow 0 the budget stays.
+// TestFinalGrow: the finalisation's budget doubles where it binds and twice as many
+// clones predict the held-out ends of the training walks better. With aliased's exact
+// tokens (6 places per token) and one clone per token, pruning frees nothing and each
+// doubling predicts better: 1 → 2 → 4 clones per token, each round's runs and the
+// doubling recorded. On tokens drawn at random nothing predicts better: the budget
+// binds, is checked once and kept. With FinalGrow 0 nothing is checked.
 func TestFinalGrow(t *testing.T) {
-	for _, grow := range []int{0, 2} {
-		cfg := tinyConfig(t)
-		cfg.FinalClones, cfg.FinalGrow = 1, grow
-		dir := t.TempDir()
-		rep, err := Run(context.Background(), dir, cfg, progressOut())
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := gridworld.NewRand(3)
+	var exact, noise []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, 3000)
+		exact = append(exact, chmm.Sequence{Obs: ep.Obs, Actions: ep.Actions})
+		obs := make([]int, ep.Len())
+		for i := range obs {
+			obs[i] = rng.IntN(4)
+		}
+		noise = append(noise, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	share := []float64{0.25, 0.25, 0.25, 0.25}
+	for _, c := range []struct {
+		name   string
+		seqs   []chmm.Sequence
+		grow   int
+		rounds int
+		checks []bool // Grown of each check
+	}{
+		{"exact tokens", exact, 2, 2, []bool{true, true}},
+		{"exact tokens, a fixed budget", exact, 0, 0, nil},
+		{"random tokens", noise, 2, 0, []bool{false}},
+	} {
+		cfg, err := DefaultConfig("aliased")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var names []string
-		for _, r := range rep.Training.Runs {
-			names = append(names, r.Name)
-		}
-		want := []string{"finalise", "retrain"}
-		if grow == 2 {
-			want = append(want, "finalise (2× budget)", "retrain (2× budget)", "finalise (4× budget)", "retrain (4× budget)")
-		}
-		if rep.Training.GrowRounds != grow || !slices.Equal(names, want) {
-			t.Errorf("FinalGrow %d: %d rounds, runs %q; want %d, %q", grow, rep.Training.GrowRounds, names, grow, want)
-		}
-		k := rep.NumTokens
-		if grow == 0 && rep.NumStates != 1+k || grow == 2 && rep.NumStates <= 1+2*k {
-			t.Errorf("FinalGrow %d: %d states for %d tokens", grow, rep.NumStates, k)
-		}
-		res, err := LoadRun(dir)
+		cfg.FinalClones, cfg.FinalGrow, cfg.FinalIters, cfg.FinalPruneIters = 1, c.grow, 300, 50
+		r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}}
+		hmm, err := r.finalise(c.seqs, share, chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1))))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var events []string
-		for _, r := range phaseRows(res.History, PhaseFinal) {
-			if strings.HasPrefix(r.Event, "budget doubled") {
-				events = append(events, r.Event)
+		made := r.st.Made
+		var grown []bool
+		for _, g := range made.GrowChecks {
+			grown = append(grown, g.Grown)
+			if g.Grown != (g.Bits-g.GrownBits >= GrowGain) || g.Bits <= 0 || g.GrownBits <= 0 {
+				t.Errorf("%s: check %+v", c.name, g)
 			}
 		}
-		if len(events) != grow {
-			t.Errorf("FinalGrow %d: history events %q, want %d doublings", grow, events, grow)
+		if made.GrowRounds != c.rounds || !slices.Equal(grown, c.checks) {
+			t.Errorf("%s: %d rounds, checks %v; want %d, %v", c.name, made.GrowRounds, grown, c.rounds, c.checks)
+		}
+		var names, events []string
+		for _, run := range made.Runs {
+			names = append(names, run.Name)
+		}
+		for _, rec := range r.st.History {
+			if strings.HasPrefix(rec.Event, "budget doubled") {
+				events = append(events, rec.Event)
+			}
+		}
+		want := []string{"finalise", "retrain"}
+		for k := 1; k <= c.rounds; k++ {
+			want = append(want, fmt.Sprintf("finalise (%d× budget)", 1<<k), fmt.Sprintf("retrain (%d× budget)", 1<<k))
+		}
+		if !slices.Equal(names, want) || len(events) != c.rounds {
+			t.Errorf("%s: runs %q, events %q; want %q and %d doublings", c.name, names, events, want, c.rounds)
+		}
+		if most := 4 << c.rounds; hmm.N()-1 > most || c.rounds > 0 && hmm.N()-1 <= most/2 {
+			t.Errorf("%s: %d clones after %d doublings of 4", c.name, hmm.N()-1, c.rounds)
 		}
 	}
 }

@@ -1060,50 +1060,8 @@ func (r *runner) final() error {
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
 	}
-	seqs := r.d.sequences(tokens)
-	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
-	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
-	joint, clones, event := hmm, cfg.FinalClones, ""
-	for round := 0; ; round++ {
-		if cfg.FinalBudget == BudgetShare {
-			hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
-		}
-		suffix := "" // the runs of each round keep their own record (Training.AddRun)
-		if round > 0 {
-			suffix = fmt.Sprintf(" (%d× budget)", 1<<round)
-		}
-		if cfg.FinalIters > 0 {
-			if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, event); err != nil {
-				return fmt.Errorf("pipeline: finalisation: %w", err)
-			}
-		}
-		budget := hmm.N() - 1
-		if cfg.FinalPrune > 0 {
-			if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
-				return err
-			}
-		}
-		r.st.Made.GrowRounds = round
-		// Config.FinalGrow: the budget binds when pruning leaves fewer than GrowSlack
-		// of its clones unused.
-		unused := r.st.Made.Pruned
-		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
-			break
-		}
-		if n := 1 + len(share)*2*clones; n > maxFinalStates {
-			if r.out != nil {
-				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but %d states would exceed %d: kept\n",
-					unused, budget, n, maxFinalStates)
-			}
-			break
-		}
-		clones *= 2
-		event = fmt.Sprintf("budget doubled: %d of %d clones were unused", unused, budget)
-		if r.out != nil {
-			fmt.Fprintf(r.out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); finalising again with %d clones per token on average\n",
-				unused, budget, 100*GrowSlack, clones)
-		}
+	if hmm, err = r.finalise(r.d.sequences(tokens), share, hmm); err != nil {
+		return err
 	}
 	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
 	if err := hmm.Save(r.path(CHMMFile)); err != nil {
@@ -1121,6 +1079,76 @@ func (r *runner) final() error {
 	r.addSeconds(PhaseFinal, start)
 	r.st.Phase = PhaseEval
 	return r.commit()
+}
+
+// finalise trains the map's HMM on seqs, the training walks' hard tokens (share: each
+// token's share of their frames), from joint, the joint phase's HMM (FinalFromJoint),
+// or afresh on a budget by token share that grows where it binds (Config.FinalGrow),
+// then prunes it (Config.FinalPrune).
+func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
+	cfg := r.cfg
+	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
+		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
+	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
+	hmm, clones, event := joint, cfg.FinalClones, ""
+	var err error
+	for round := 0; ; round++ {
+		if cfg.FinalBudget == BudgetShare {
+			hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		}
+		suffix := "" // the runs of each round keep their own record (Training.AddRun)
+		if round > 0 {
+			suffix = fmt.Sprintf(" (%d× budget)", 1<<round)
+		}
+		if cfg.FinalIters > 0 {
+			if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, event); err != nil {
+				return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+			}
+		}
+		budget := hmm.N() - 1
+		if cfg.FinalPrune > 0 {
+			if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
+				return nil, err
+			}
+		}
+		r.st.Made.GrowRounds = round
+		// Config.FinalGrow: the budget binds when pruning leaves fewer than GrowSlack
+		// of its clones unused; it doubles if that predicts the training walks better.
+		unused := r.st.Made.Pruned
+		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
+			break
+		}
+		if n := 1 + len(share)*2*clones; n > maxFinalStates {
+			if r.out != nil {
+				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but %d states would exceed %d: kept\n",
+					unused, budget, n, maxFinalStates)
+			}
+			break
+		}
+		if r.out != nil {
+			fmt.Fprintf(r.out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); does twice the budget predict the end of the training walks better?\n",
+				unused, budget, 100*GrowSlack)
+		}
+		check, err := r.checkGrowth(seqs, share, clones, joint.NumActions, gc)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
+		}
+		r.st.Made.GrowChecks = append(r.st.Made.GrowChecks, check)
+		if !check.Grown {
+			if r.out != nil {
+				fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: budget kept\n",
+					check.Bits, clones, check.GrownBits, 2*clones)
+			}
+			break
+		}
+		if r.out != nil {
+			fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: budget doubled\n",
+				check.Bits, clones, check.GrownBits, 2*clones)
+		}
+		clones *= 2
+		event = fmt.Sprintf("budget doubled: %d of %d clones were unused; held-out %.4f → %.4f bits/step", unused, budget, check.Bits, check.GrownBits)
+	}
+	return hmm, nil
 }
 
 // maxFinalStates bounds the states a growing finalisation budget may reach
@@ -1178,16 +1206,10 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 // appends its iterations to the history as finalisation records, numbered after
 // the last one; event, if set, marks the first.
 func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label, event string) error {
-	var bar *progress.Bar
-	if r.out != nil {
-		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
-	}
-	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
-	h, err := chmm.TrainGradient(hmm, seqs, gc)
+	h, err := r.trainShown(hmm, seqs, gc, label)
 	if err != nil {
 		return err
 	}
-	bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
 	r.st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop})
 	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
@@ -1203,6 +1225,68 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 		r.st.History = append(r.st.History, rec)
 	}
 	return nil
+}
+
+// trainShown trains hmm on seqs with gc behind a progress bar called label.
+func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label string) (*chmm.History, error) {
+	var bar *progress.Bar
+	if r.out != nil {
+		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
+	}
+	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
+	h, err := chmm.TrainGradient(hmm, seqs, gc)
+	if err != nil {
+		return nil, err
+	}
+	bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+	return h, nil
+}
+
+// checkGrowth asks whether twice the finalisation's budget (clones per token on
+// average) predicts the training walks better (Config.FinalGrow): the HMM is trained
+// afresh with each budget on the first 1 − GrowHoldOut of every training walk, and
+// each is scored on the rest of it, given the start (log p(end | start)). The doubled
+// budget is kept if it costs at least GrowGain fewer bits per held-out step.
+func (r *runner) checkGrowth(seqs []chmm.Sequence, share []float64, clones, numActions int, gc chmm.GradConfig) (evaluate.GrowCheck, error) {
+	check := evaluate.GrowCheck{Clones: clones}
+	start := make([]chmm.Sequence, len(seqs))
+	held := 0
+	for i, s := range seqs {
+		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
+		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
+		held += s.Len() - n
+	}
+	if held == 0 {
+		return check, nil
+	}
+	bits := func(c int) (float64, error) {
+		m := chmm.New(cloneBudget(c, BudgetShare, share), numActions, rand.New(rand.NewPCG(r.cfg.Seed, 0xf1a1)))
+		if _, err := r.trainShown(m, start, gc, fmt.Sprintf("growth check, %d clones per token", c)); err != nil {
+			return 0, err
+		}
+		whole, err := chmm.SequenceLogLikelihoods(m, seqs, 0)
+		if err != nil {
+			return 0, err
+		}
+		begun, err := chmm.SequenceLogLikelihoods(m, start, 0)
+		if err != nil {
+			return 0, err
+		}
+		var nats float64
+		for i := range seqs {
+			nats += whole[i] - begun[i]
+		}
+		return -nats / float64(held) / math.Ln2, nil
+	}
+	var err error
+	if check.Bits, err = bits(clones); err != nil {
+		return check, err
+	}
+	if check.GrownBits, err = bits(2 * clones); err != nil {
+		return check, err
+	}
+	check.Grown = check.Bits-check.GrownBits >= GrowGain
+	return check, nil
 }
 
 // ---- Evaluation ----
