@@ -25,8 +25,8 @@ const (
 
 	// DefaultFinalGrow is DefaultConfig's FinalGrow: the finalisation's budget may
 	// double twice. On the MNIST runs of Table 3 and the stress suite, pruning leaves
-	// 20–56% of the clones unused, so none of them grows; on an 8×8 room of 3 classes at
-	// 20–23 places each it leaves 2%, and one doubling recovers the map.
+	// 20–56% of the clones unused, so none of them is checked; on an 8×8 room of 3
+	// classes at 20–23 places each it leaves 2%, and one doubling recovers the map.
 	DefaultFinalGrow = 2
 	// GrowSlack is the share of the finalisation's clones that pruning must leave unused
 	// for the budget to count as large enough (Config.FinalGrow).
