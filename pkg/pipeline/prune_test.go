@@ -112,7 +112,7 @@ func TestFinalGrow(t *testing.T) {
 			names = append(names, run.Name)
 		}
 		for _, rec := range r.st.History {
-			if strings.HasPrefix(rec.Event, "budget doubled") {
+			if strings.HasPrefix(rec.Event, "budget ×2") {
 				events = append(events, rec.Event)
 			}
 		}

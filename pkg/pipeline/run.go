@@ -1146,7 +1146,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 				check.Bits, clones, check.GrownBits, 2*clones)
 		}
 		clones *= 2
-		event = fmt.Sprintf("budget doubled: %d of %d clones were unused; held-out %.4f → %.4f bits/step", unused, budget, check.Bits, check.GrownBits)
+		event = fmt.Sprintf("budget ×2: %d/%d unused", unused, budget) // short: Figure 6 labels it
 	}
 	return hmm, nil
 }
