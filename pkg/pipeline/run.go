@@ -1118,10 +1118,10 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
 			break
 		}
-		if n := 1 + len(share)*2*clones; n > maxFinalStates {
+		if need := finalBytes(1+len(share)*2*clones, joint.NumActions, seqs); need > maxFinalBytes {
 			if r.out != nil {
-				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but %d states would exceed %d: kept\n",
-					unused, budget, n, maxFinalStates)
+				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
+					unused, budget, need/1e9, maxFinalBytes/1e9)
 			}
 			break
 		}
@@ -1134,16 +1134,16 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 			return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
 		}
 		r.st.Made.GrowChecks = append(r.st.Made.GrowChecks, check)
-		if !check.Grown {
-			if r.out != nil {
-				fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: budget kept\n",
-					check.Bits, clones, check.GrownBits, 2*clones)
-			}
-			break
-		}
 		if r.out != nil {
-			fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: budget doubled\n",
-				check.Bits, clones, check.GrownBits, 2*clones)
+			what := "budget kept"
+			if check.Grown {
+				what = "budget doubled"
+			}
+			fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: %s\n",
+				check.Bits, clones, check.GrownBits, 2*clones, what)
+		}
+		if !check.Grown {
+			break
 		}
 		clones *= 2
 		event = fmt.Sprintf("budget ×2: %d/%d unused", unused, budget) // short: Figure 6 labels it
@@ -1151,10 +1151,19 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 	return hmm, nil
 }
 
-// maxFinalStates bounds the states a growing finalisation budget may reach
-// (Config.FinalGrow): the forward–backward pass over 4 × 10,000 steps then holds about
-// 2.6 GB.
-const maxFinalStates = 4096
+// maxFinalBytes bounds the memory of a finalisation whose budget grows
+// (Config.FinalGrow, finalBytes): about 4,000 states over 4 × 10,000 steps.
+const maxFinalBytes = 6e9
+
+// finalBytes is the memory of training an HMM of n states on seqs: forward and backward
+// messages per step, and the transition tensor with its gradient and Adam moments.
+func finalBytes(n, actions int, seqs []chmm.Sequence) float64 {
+	steps := 0
+	for _, s := range seqs {
+		steps += s.Len()
+	}
+	return 8 * (2*float64(steps)*float64(n) + 6*float64(actions)*float64(n)*float64(n))
+}
 
 // prune removes the clones that the training episodes' Viterbi paths visit fewer than
 // FinalPrune × steps times (keeping each token's most visited clone) and trains the
