@@ -136,11 +136,3 @@ func checkMemory(bytes float64, what string) error {
 	}
 	return fmt.Errorf("%s needs about %.1f GB; this machine has %.1f GB: use fewer clones, steps or episodes", what, bytes/1e9, total/1e9)
 }
-
-// hmmBytes estimates the peak memory of training a cloned HMM with n states and
-// actions actions on steps observations: forward and backward messages (two T × N
-// float64 arrays) and about six A × N × N float64 tensors (logits, probabilities,
-// gradient, two Adam moments, expected counts).
-func hmmBytes(n, actions, steps int) float64 {
-	return 8 * (2*float64(steps)*float64(n) + 6*float64(actions)*float64(n)*float64(n))
-}

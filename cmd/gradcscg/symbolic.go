@@ -184,7 +184,7 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 // symbolicBytes is the estimated peak memory of training s's map with n states.
 func symbolicBytes(s experiment.Symbolic, env *gridworld.Env, n int) float64 {
 	steps := s.Episodes * s.Steps
-	return hmmBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
+	return chmm.TrainBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
 }
 
 // growRoundsThatFit is the most of s.GrowRounds doublings after which the map still

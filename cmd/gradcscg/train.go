@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
@@ -200,7 +201,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 func trainBytes(cfg pipeline.Config) float64 {
 	n := 1 + cfg.VQVAE.K*max(cfg.Clones, cfg.FinalClones)
 	steps := cfg.Episodes * cfg.Steps
-	return hmmBytes(n, 4, steps) + 48*float64(steps) + 1e6*float64(cfg.JointBatch*cfg.ChunkLen)
+	return chmm.TrainBytes(n, 4, steps) + 48*float64(steps) + 1e6*float64(cfg.JointBatch*cfg.ChunkLen)
 }
 
 // override sets *dst to v unless v is negative (a flag left at its "default" value -1).

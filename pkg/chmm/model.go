@@ -355,3 +355,11 @@ func logSumExp(x []float64) float64 {
 	}
 	return mx + math.Log(z)
 }
+
+// TrainBytes estimates the peak memory of training a cloned HMM with n states and
+// actions actions on steps observations: forward and backward messages (two T × N
+// float64 arrays) and about six A × N × N float64 tensors (logits, probabilities,
+// gradient, two Adam moments, expected counts).
+func TrainBytes(n, actions, steps int) float64 {
+	return 8 * (2*float64(steps)*float64(n) + 6*float64(actions)*float64(n)*float64(n))
+}

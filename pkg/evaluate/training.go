@@ -282,8 +282,8 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	if t.Restarts > 1 {
 		runs = append(runs, fmt.Sprintf("best of %d starts", t.Restarts))
 	}
-	if t.GrowRounds > 0 {
-		runs = append(runs, fmt.Sprintf("budget doubled %d time(s): it was all in use", t.GrowRounds))
+	if t.GrowRounds > 0 && len(t.GrowChecks) == 0 { // a pixel run's checks say it below
+		runs = append(runs, fmt.Sprintf("budget doubled %d time(s) for tokens that used every clone", t.GrowRounds))
 	}
 	for _, c := range t.GrowChecks {
 		verdict := "kept"

@@ -1118,7 +1118,11 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
 			break
 		}
-		if need := finalBytes(1+len(share)*2*clones, joint.NumActions, seqs); need > maxFinalBytes {
+		steps := 0
+		for _, q := range seqs {
+			steps += q.Len()
+		}
+		if need := chmm.TrainBytes(1+len(share)*2*clones, joint.NumActions, steps); need > maxFinalBytes {
 			if r.out != nil {
 				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
 					unused, budget, need/1e9, maxFinalBytes/1e9)
@@ -1152,18 +1156,8 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 }
 
 // maxFinalBytes bounds the memory of a finalisation whose budget grows
-// (Config.FinalGrow, finalBytes): about 4,000 states over 4 × 10,000 steps.
+// (Config.FinalGrow, chmm.TrainBytes): about 4,000 states over 4 × 10,000 steps.
 const maxFinalBytes = 6e9
-
-// finalBytes is the memory of training an HMM of n states on seqs: forward and backward
-// messages per step, and the transition tensor with its gradient and Adam moments.
-func finalBytes(n, actions int, seqs []chmm.Sequence) float64 {
-	steps := 0
-	for _, s := range seqs {
-		steps += s.Len()
-	}
-	return 8 * (2*float64(steps)*float64(n) + 6*float64(actions)*float64(n)*float64(n))
-}
 
 // prune removes the clones that the training episodes' Viterbi paths visit fewer than
 // FinalPrune × steps times (keeping each token's most visited clone) and trains the
