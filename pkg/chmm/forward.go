@@ -442,7 +442,7 @@ func (e *estepper) run(p *params, seqs []Sequence) (*accum, error) {
 }
 
 // Gradient returns ℓ = Σ_seqs log p(o|a) and its exact gradient with respect
-// to the logits, from forward–backward (spec/model.md):
+// to the logits, from forward–backward:
 //
 //	∂ℓ/∂Θ[a,i,j] = ξ_a(i,j) − (Σ_j' ξ_a(i,j')) T[a,i,j]
 //	∂ℓ/∂π[i]     = Σ_seqs γ_1(i) − S·π̄_i        (S sequences)

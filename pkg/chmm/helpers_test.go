@@ -182,7 +182,7 @@ func (g *grid) walk(rng *rand.Rand, tt int) (Sequence, []int) {
 }
 
 // purity is the visit-weighted state→place purity Σ_s max_g n(s,g) / T
-// (spec/evaluation.md) and the number of distinct decoded states.
+// (package evaluate) and the number of distinct decoded states.
 func purity(states, places []int) (float64, int) {
 	n := map[[2]int]int{}
 	for t := range states {

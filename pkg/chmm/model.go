@@ -51,15 +51,15 @@ func UniformClones(numTokens, clones int) []int {
 	return c
 }
 
-// Reference initialisation constants (spec/model.md): real destinations get
+// Reference initialisation constants: real destinations get
 // logits uniform in ±initNoise, the sink log(initSinkWeight).
 const (
 	initNoise      = 0.1
 	initSinkWeight = 10
 )
 
-// New returns a model initialised as the reference implementation does
-// (spec/model.md): Θ logits uniform in [-0.1, 0.1] toward real destinations and
+// New returns a model initialised as the reference implementation does:
+// Θ logits uniform in [-0.1, 0.1] toward real destinations and
 // log(10) toward the sink, the same for every action; π logits ~ N(0, 1).
 // A nil rng means a fixed seed. New never panics: invalid clone counts or
 // action counts give a model whose Validate (and every function using it)

@@ -9,7 +9,7 @@ import (
 // Bank groups a split's images by class and draws observation images: every
 // visit to a place of class d shows a fresh image x_t ~ D_d, drawn uniformly with
 // replacement from the split's images of class d (paper Section 2.11, "Image"
-// observation model; spec/environments.md). A Bank shares the Set's pixels; it
+// observation model). A Bank shares the Set's pixels; it
 // is safe for concurrent use with separate random sources.
 type Bank struct {
 	set     *Set

@@ -13,8 +13,8 @@
 //     directory holding standard IDX files (for example the full MNIST).
 //   - Image banks (bank.go): a [Bank] groups a split's images by class, so that
 //     every visit to a place of class d draws a fresh image x_t ~ D_d, uniformly
-//     with replacement (the "Image" observation model, paper Section 2.11, and
-//     spec/environments.md). Training episodes use a bank of the train split,
+//     with replacement (the "Image" observation model, paper Section 2.11).
+//     Training episodes use a bank of the train split,
 //     held-out evaluation episodes a bank of the disjoint test split.
 //
 // The committed data/mnist files are produced by [ConvertNpmMNIST] from the 10,000

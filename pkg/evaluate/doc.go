@@ -1,6 +1,6 @@
 // Package evaluate scores a learned cognitive map against the true
-// environment: the evaluation suite of the paper's Section 3.9 with the exact
-// definitions of spec/evaluation.md, the JSON report format, and aggregation
+// environment: the evaluation suite of the paper's Section 3.9 with the reference
+// setup's exact definitions (below), the JSON report format, and aggregation
 // over seeds.
 //
 // Every metric is computed from one held-out episode: the true places
@@ -42,7 +42,7 @@
 //   - Codebook perplexity = exp(H(p)) with p(k) = n(k)/T the hard-token usage;
 //     active codes = #{k : n(k) > 0}.
 //
-// Report holds all of them under the stable JSON keys of spec/evaluation.md, plus
+// Report holds all of them under the stable JSON keys of the reference format, plus
 // the verdict (Diagnosis), the read-outs and how the map was made (Training);
 // WriteJSON writes it atomically, ReadJSON checks the required keys (and reads the
 // free-form "extra" object of older reports into those fields), Aggregate gives

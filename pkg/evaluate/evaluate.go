@@ -32,7 +32,7 @@ type Options struct {
 	MinTokenShare float64   // share of a place's visits for a token to count there (0.05)
 }
 
-// DefaultOptions returns the options of spec/evaluation.md.
+// DefaultOptions returns the reference setup's options (package doc).
 func DefaultOptions() Options {
 	return Options{
 		Cutoff:        0.002,

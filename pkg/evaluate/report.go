@@ -43,7 +43,7 @@ type PlaceEdge struct {
 }
 
 // Report is one evaluated run. The fields up to Seconds are the keys of
-// spec/evaluation.md (always present in the JSON); the rest are extras.
+// the reference report format (always present in the JSON); the rest are extras.
 type Report struct {
 	Env       string `json:"env"`
 	Dataset   string `json:"dataset"` // symbolic | mnist | fashion (set by caller)
@@ -101,7 +101,7 @@ type Report struct {
 	Training *Training `json:"training,omitempty"`
 }
 
-// requiredKeys are the keys of spec/evaluation.md's report format.
+// requiredKeys are the keys of the reference report format.
 var requiredKeys = []string{
 	"env", "dataset", "trainer", "seed", "num_tokens", "num_states",
 	"clone_purity", "state_place_purity", "represented_place_fraction", "states_per_place",
@@ -148,7 +148,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // ReadJSON reads a report written by WriteJSON (or any JSON object with at
-// least the keys of spec/evaluation.md); unknown keys are ignored.
+// least the keys of the reference format); unknown keys are ignored.
 func ReadJSON(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

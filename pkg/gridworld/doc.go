@@ -1,7 +1,7 @@
 // Package gridworld holds the environments of gradcscg: grid worlds and small
 // graphs whose places emit observation classes, their sticky dynamics, their
 // true maps, and the uniform random walks that produce training and held-out
-// episodes (paper Sections 3.1 and 4; spec/environments.md).
+// episodes (paper Sections 3.1 and 4).
 //
 // # Places, actions, dynamics
 //
@@ -78,7 +78,7 @@
 // two_rooms), the symbolic demonstrations (square, uniform_interior,
 // three_rooms) and the original CSCG demonstrations (cscg_rectangular,
 // cscg_empty, cscg_stitched, cscg_maze5, cscg_cliques), laid out exactly as in
-// spec/environments.md, then three bigger worlds of our own (big_room, tiled,
+// the reference setup, then three bigger worlds of our own (big_room, tiled,
 // four_rooms: 100 to 365 places). Env.Defaults gives each one's reference data size
 // and clone budget, and where they come from.
 package gridworld

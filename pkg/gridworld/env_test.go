@@ -44,7 +44,7 @@ func TestBuiltinCounts(t *testing.T) {
 		numClasses, usedClasses, acts int
 		regions                       int
 	}{
-		// Counts of spec/environments.md.
+		// Counts of the reference setup.
 		{"aliased", 4, 4, 16, 24, 4, 4, 4, 0},
 		{"corridors", 5, 5, 19, 20, 7, 7, 4, 0},
 		{"room", 6, 6, 36, 60, 10, 10, 4, 0},

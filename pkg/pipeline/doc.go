@@ -1,7 +1,7 @@
 // Package pipeline learns a cognitive map from pixels: the three-phase gradCSCG training
 // of paper Sec. 3.6 (Algorithm 1) on a grid world whose places show MNIST (or
 // Fashion-MNIST) images, with durable, resumable run directories and the evaluation of
-// spec/evaluation.md on a held-out episode with test-split images.
+// package evaluate on a held-out episode with test-split images.
 //
 // # Phases
 //

@@ -1345,7 +1345,7 @@ func (r *runner) evaluate() error {
 }
 
 // Evaluate scores vq + hmm on a held-out episode of cfg.EvalSteps steps of env whose
-// images come from the TEST split (paper Sec. 3.9, spec/evaluation.md): the frozen
+// images come from the TEST split (paper Sec. 3.9; package evaluate): the frozen
 // encoder gives hard tokens and log ρ, chmm.Decode decodes the episode — with the soft
 // emissions log ρ (chmm.LogRho) when cfg.Decode is DecodeSoft, with the hard tokens
 // (chmm.Tokens) when DecodeHard — and evaluate.Evaluate scores the path. The report's

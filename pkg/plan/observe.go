@@ -17,7 +17,7 @@ type Symbols []int
 func (s Symbols) Observe(_ *rand.Rand, place int) Obs { return Obs{Token: s[place]} }
 
 // Pool is the image observer: every visit to a place shows a fresh image of
-// its class, drawn uniformly with replacement (spec/environments.md), as
+// its class, drawn uniformly with replacement (paper Section 2.11), as
 // encoded beforehand by a frozen encoder. Encoding the whole held-out split
 // once and drawing from it is the same as encoding each fresh draw.
 type Pool struct {

@@ -28,7 +28,7 @@
 // only with Config.Classify), with progress lines, a per-step loss history and
 // periodic checkpoints from which it resumes.
 //
-// # Decisions (see also spec/model.md)
+// # Decisions
 //
 //   - Architecture: the reference's (F = 32, D = 32): encoder Conv 4×4/2 → Conv 4×4/2
 //     → Conv 3×3/1, ReLU, global average pooling, Dense → D; decoder Dense → 7·7·2F,
