@@ -288,3 +288,31 @@ func TestGrowRoundsThatFit(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolicDoublings: --doublings grows an EM budget from one clone per token with
+// one start; the flags it replaces, another trainer or more starts are one clean error.
+func TestSymbolicDoublings(t *testing.T) {
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: 6}
+	s, _, err := symbolicConfig(o)
+	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
+		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
+	}
+	for _, c := range []struct{ args []string }{
+		{[]string{"--trainer", "gradient"}},
+		{[]string{"--trainer", "em", "--restarts", "3"}},
+		{[]string{"--trainer", "em", "--clones", "5"}},
+		{[]string{"--trainer", "em", "--grow", "2"}},
+	} {
+		args := append([]string{"symbolic", "--env", "aliased", "--doublings", "3"}, c.args...)
+		code, _, errOut := run(t, args...)
+		if code == 0 {
+			t.Fatalf("%v accepted", args)
+		}
+		oneCleanError(t, errOut, "--doublings 3:")
+	}
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--doublings", "17")
+	if code == 0 {
+		t.Fatal("--doublings 17 accepted")
+	}
+	oneCleanError(t, errOut, "--doublings 17: must be")
+}

@@ -32,6 +32,7 @@ type symbolicOptions struct {
 	entropy              float64
 	restarts             int
 	grow                 int
+	doublings            int
 	viterbiIters         int
 	jsonPath, savePath   string
 	loadPath             string
@@ -56,6 +57,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 3, gradient up to 5)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
+	fs.IntVar(&o.doublings, "doublings", 0, "EM trainer: grow the budget by splitting instead: start from one clone per token and, while the map cannot predict its own training walks, keep the clones its training paths visit, split each in two and train on, at most this many times (one start; replaces --clones, --clones-for and --grow; 0: off)")
 	fs.IntVar(&o.viterbiIters, "viterbi-iters", -1, "EM trainer: hard (Viterbi) iterations after Baum–Welch, as the original CSCG refines its maps; they leave exact zeros, so a map can lose its way on walks that cross where its training walks did not (-1: 100; 0: none)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
@@ -70,6 +72,16 @@ func runSymbolic(args []string) error {
 	}
 	if o.trainer != "gradient" && o.trainer != "em" {
 		return fmt.Errorf("--trainer %q: must be gradient or em", o.trainer)
+	}
+	if o.doublings > 0 {
+		switch {
+		case o.trainer != "em":
+			return fmt.Errorf("--doublings %d: needs --trainer em", o.doublings)
+		case o.restarts > 1:
+			return fmt.Errorf("--doublings %d: trains one start, not --restarts %d", o.doublings, o.restarts)
+		case o.clones > 0 || o.clonesPerToken != "" || o.grow > 0:
+			return fmt.Errorf("--doublings %d: the budget grows from one clone per token; drop --clones, --clones-for and --grow", o.doublings)
+		}
 	}
 	rep, err := symbolicRun(o)
 	if err != nil {
@@ -216,6 +228,8 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	}
 	s.Iters, s.LR, s.Entropy = o.iters, o.lr, o.entropy
 	switch {
+	case o.doublings > 0:
+		s.Doublings, s.GrowRounds, s.Restarts = o.doublings, 0, 1
 	case o.grow >= 0:
 		s.GrowRounds = o.grow
 	case o.clones > 0 || o.clonesPerToken != "":

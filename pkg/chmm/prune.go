@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -120,4 +121,23 @@ func addClone(m *Model, k int) int {
 	m.Clones[k]++
 	m.PiLogits, m.ThetaLogits = pi, theta
 	return u
+}
+
+// SplitAll returns a copy of m in which every clone is split in two (splitState):
+// token k gets 2·C_k clones, clone c and its copy C_k later. The copy takes a random
+// share in [0.1, 0.9] of each probability into c, and its outgoing rows are c's plus
+// N(0, noise²) logit noise, so with noise 0 the model gives every sequence the same
+// probability. Training from the copy can then tell apart what one clone held.
+func SplitAll(m *Model, noise float64, rng *rand.Rand) (*Model, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	d := m.Clone()
+	for k := d.K() - 1; k >= 0; k-- { // adding to token k moves only the tokens after it
+		first, c := d.FirstState(k), d.Clones[k]
+		for i := first; i < first+c; i++ {
+			splitState(d, i, addClone(d, k), noise, rng)
+		}
+	}
+	return d, nil
 }

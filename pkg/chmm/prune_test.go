@@ -126,3 +126,60 @@ func TestAddClone(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitAll: every clone is doubled; without noise the copy gives every sequence
+// the probability it had (brute-force sums over paths agree), and the two halves of
+// every split transition add up to the original; with noise they no longer do.
+func TestSplitAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := randomModel(rng, []int{2, 1, 3}, 2, 2, true)
+	d, err := SplitAll(m, 0, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Clones, []int{4, 2, 6}) {
+		t.Fatalf("clones %v, want [4 2 6]", d.Clones)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Old state s (token k, clone c) is new state first'(k)+c, its copy C_k later.
+	orig := func(m, d *Model, s int) (int, int) {
+		k := m.Token(s)
+		c := s - m.FirstState(k)
+		return d.FirstState(k) + c, d.FirstState(k) + c + m.Clones[k]
+	}
+	tm, td := m.Transitions(), d.Transitions()
+	n, nn := m.N(), d.N()
+	for a := range m.NumActions {
+		for i := range n - 1 {
+			i1, i2 := orig(m, d, i)
+			for j := range n - 1 {
+				j1, j2 := orig(m, d, j)
+				want := tm[(a*n+i)*n+j]
+				for _, row := range []int{i1, i2} {
+					if got := td[(a*nn+row)*nn+j1] + td[(a*nn+row)*nn+j2]; math.Abs(got-want) > 1e-12 {
+						t.Fatalf("T[%d,%d->%d] split into %g, want %g", a, i, j, got, want)
+					}
+				}
+			}
+		}
+	}
+	for trial := range 20 {
+		seq := randomSeq(rng, m.K(), m.NumActions, 2+trial%5)
+		p0, _, _ := brute(m, seq)
+		p1, _, _ := brute(d, seq)
+		if math.Abs(p0-p1) > 1e-12*max(1, p0) {
+			t.Fatalf("sequence %d: p %g after the split, %g before", trial, p1, p0)
+		}
+	}
+	noisy, err := SplitAll(m, 0.5, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := randomSeq(rng, m.K(), m.NumActions, 6)
+	p0, _, _ := brute(m, seq)
+	if p1, _, _ := brute(noisy, seq); math.Abs(p0-p1) < 1e-9 {
+		t.Fatalf("noise 0.5 left p = %g unchanged", p0)
+	}
+}

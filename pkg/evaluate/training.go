@@ -38,6 +38,9 @@ type Training struct {
 	// finalisation's whole budget, which pruning left almost all in use
 	// (pipeline.Config.FinalGrow).
 	GrowRounds int `json:"grow_rounds,omitempty"`
+	// Doublings is how many times a symbolic budget grown by splitting was split,
+	// from one clone per token (experiment.Symbolic.Doublings).
+	Doublings int `json:"doublings,omitempty"`
 	// GrowChecks are a pixel run's checks of a finalisation budget that bound
 	// (pipeline.Config.FinalGrow), in order.
 	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
@@ -284,6 +287,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	}
 	if t.GrowRounds > 0 && len(t.GrowChecks) == 0 { // a pixel run's checks say it below
 		runs = append(runs, fmt.Sprintf("budget doubled %d time(s) for tokens that used every clone", t.GrowRounds))
+	}
+	if t.Doublings > 0 {
+		runs = append(runs, fmt.Sprintf("budget grown from one clone per token by %d split(s)", t.Doublings))
 	}
 	for _, c := range t.GrowChecks {
 		verdict := "kept"

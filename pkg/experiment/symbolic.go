@@ -86,7 +86,10 @@ const (
 type Training struct {
 	Trainer string // TrainerGradient or TrainerEM
 	Seed    uint64 // chunk sampling, clone splits, EM restarts
-	Iters   int    // maximum iterations
+	Iters   int    // maximum iterations (EM: negative skips the soft phase)
+	// Full makes EM's soft phase run all Iters iterations (it stops only if ℓ/T falls
+	// by a nat): a model just split sits where EM's first iterations barely move.
+	Full bool
 	// Gradient: Adam's learning rate and the transition-entropy weight η (paper
 	// Sec. 3.6; 0: none).
 	LR, Entropy float64
@@ -144,14 +147,20 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 	case TrainerEM:
 		ec := chmm.DefaultEMConfig()
 		ec.Workers, ec.Pseudocount, ec.ViterbiIters = workers, t.Pseudocount, t.ViterbiIters
-		if t.Iters > 0 {
+		if t.Iters != 0 {
 			ec.MaxIters = t.Iters
+		}
+		if t.Full {
+			ec.Tol = -1
 		}
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			ec.Seed = t.Seed + uint64(r)<<32
 			// One bar per phase: the hard (Viterbi) phase counts its own iterations
 			// against its own budget (on the soft phase's bar it read 7/4000, ETA 37h).
 			b, phase, last := bar(ec.MaxIters), "em", 0
+			if ec.MaxIters < 0 { // the hard phase alone
+				b, phase = bar(ec.ViterbiIters), "viterbi"
+			}
 			ec.Progress = func(p chmm.Progress) {
 				if p.Phase != phase {
 					b.Finish(last, "%s done", phase)

@@ -262,3 +262,44 @@ func aliasedSymbolic(t *testing.T, trainer string) (*gridworld.Env, Symbolic) {
 	}
 	return env, s
 }
+
+// TestRunSymbolicDoublings: EM whose budget grows by splitting, from one clone per
+// token, recovers aliased (4 places per class) after at least two splits: every
+// token ends with an even number of clones (the last split doubled them), and the
+// training paths visit at least one clone per place; the settings it cannot use are
+// refused.
+func TestRunSymbolicDoublings(t *testing.T) {
+	_, s := aliasedSymbolic(t, TrainerEM)
+	s.Episodes, s.Steps, s.EvalSteps, s.Restarts, s.GrowRounds, s.Iters = 2, 3000, 2000, 1, 0, 150
+	s.ClonesPerClass, s.Doublings = 7, 4 // the budget is not used
+	run, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, rec := run.Report, run.Report.Training
+	t.Logf("%d splits, clones %v, %d used; %s", rec.Doublings, rec.Clones, rep.Diagnosis.UsedClones, rep.Diagnosis.Verdict.Text)
+	if rec.Doublings < 2 || rep.ViterbiMap.F1 != 1 || rep.StatePlacePurity != 1 || !rep.Diagnosis.Verdict.Resolved {
+		t.Errorf("%d splits, clones %v: F1 %.3f, purity %.3f, verdict %s", rec.Doublings, rec.Clones, rep.ViterbiMap.F1,
+			rep.StatePlacePurity, rep.Diagnosis.Verdict.Text)
+	}
+	for k, c := range rec.Clones {
+		if c%2 != 0 || c == 7 {
+			t.Errorf("token %d: %d clones, want an even number from the splits", k, c)
+		}
+	}
+	if u := rep.Diagnosis.UsedClones; u < run.Env.NumPlaces() {
+		t.Errorf("%d clones used for %d places", u, run.Env.NumPlaces())
+	}
+	for _, bad := range []func(*Symbolic){
+		func(s *Symbolic) { s.Trainer = TrainerGradient },
+		func(s *Symbolic) { s.Restarts = 3 },
+		func(s *Symbolic) { s.GrowRounds = 2 },
+		func(s *Symbolic) { s.Doublings = 17 },
+	} {
+		b := s
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "doublings") {
+			t.Errorf("%+v: Validate %v, want an error naming doublings", b, err)
+		}
+	}
+}

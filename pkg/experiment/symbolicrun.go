@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +58,24 @@ type Symbolic struct {
 	// budgets are doubled and the map is trained again from its start, at most
 	// GrowRounds times. The budget above is then the starting one. 0: a fixed budget.
 	GrowRounds int `json:"grow_rounds,omitempty"`
+	// Doublings > 0 sizes the budget by splitting instead (EM only, one start): training
+	// starts from one clone per token; after each training the clones the training
+	// walks' Viterbi paths never visit are dropped and every other is split in two
+	// (chmm.SplitAll), and soft EM goes on from there, until the map predicts its
+	// training walks (FitBits) or Doublings times. Every training runs Iters soft
+	// iterations (0: DoublingIters) in full; ViterbiIters hard ones follow the last. The
+	// budget fields and GrowRounds are then unused.
+	Doublings int `json:"doublings,omitempty"`
 }
+
+// DoublingIters is the soft EM iterations per training when the budget grows by
+// splitting (Symbolic.Doublings): every training runs them all, since a model just
+// split sits where EM's first iterations barely move.
+const DoublingIters = 300
+
+// MaxDoublingStates bounds a budget grown by splitting: the visited clones are not
+// split when that would pass it (about 6 GB of training memory on 150,000 steps).
+const MaxDoublingStates = 2048
 
 // DefaultGrowRounds is DefaultSymbolic's GrowRounds: a budget that binds may double
 // three times, to 8× the reference one (a custom room's 10 clones per class to 80).
@@ -169,6 +187,12 @@ func (s Symbolic) Validate() error {
 	add(s.LR >= 0 && !math.IsInf(s.LR, 0), "lr=%g (need ≥ 0)", s.LR)
 	add(s.Entropy >= 0 && !math.IsInf(s.Entropy, 0), "entropy=%g (need ≥ 0)", s.Entropy)
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
+	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
+	if s.Doublings > 0 {
+		add(s.Trainer == TrainerEM, "doublings=%d needs trainer %q (got %q)", s.Doublings, TrainerEM, s.Trainer)
+		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
+		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)
+	}
 	classes := map[int]bool{}
 	if e != nil {
 		for _, k := range e.Class {
@@ -242,6 +266,10 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 			return nil, fmt.Errorf("the map does not fit environment %s: %w", env.Name, err)
 		}
 		run.Model, record = m, SymbolicTraining(m, train, 0, nil)
+	} else if s.Doublings > 0 {
+		if run.Model, run.History, record, err = trainByDoubling(s, env, len(tokens.Classes), train, progressOut); err != nil {
+			return nil, err
+		}
 	} else {
 		clones := s.Clones(tokens)
 		t := s.Training()
@@ -302,6 +330,83 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
 	run.Report = rep
 	return run, nil
+}
+
+// trainByDoubling trains s's map with a budget that grows by splitting
+// (Symbolic.Doublings) and returns it, the last training's history and the record.
+func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm.Sequence, progressOut io.Writer) (*chmm.Model, *chmm.History, *evaluate.Training, error) {
+	ones := make([]int, numTokens)
+	for k := range ones {
+		ones[k] = 1
+	}
+	m := SymbolicInit(ones, env.NumActions(), s.Seed, s.Init)
+	t := s.Training()
+	t.Iters, t.ViterbiIters, t.Restarts, t.Full = DoublingIters, 0, 1, true
+	if s.Iters > 0 {
+		t.Iters = s.Iters
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 99))
+	var h *chmm.History
+	for round := 0; ; round++ {
+		if progressOut != nil {
+			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s, budget round %d\n",
+				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer, round)
+		}
+		var err error
+		if m, h, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+			return nil, nil, nil, err
+		}
+		d, err := chmm.Diagnose(m, train, nil, 0)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+		}
+		// The clones the training walks' Viterbi paths visit are kept and split.
+		visits, err := chmm.ViterbiVisits(m, train, 0)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+		}
+		keep, kept := make([]bool, m.N()), 0
+		for i, k := range m.StateTokens() {
+			keep[i] = k < 0 || visits[i] > 0
+			if k >= 0 && keep[i] {
+				kept++
+			}
+		}
+		why := ""
+		switch {
+		case d.TrainBits <= FitBits:
+			why = "the map fits its training walks"
+		case round == s.Doublings:
+			why = fmt.Sprintf("%d split(s) done", round)
+		case 2*kept+1 > MaxDoublingStates:
+			why = fmt.Sprintf("splitting would pass %d states", MaxDoublingStates)
+		}
+		if why != "" {
+			if progressOut != nil {
+				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
+					round, d.TrainBits, d.UsedClones, d.Clones, why)
+			}
+			if s.ViterbiIters > 0 { // the hard phase, after the last training only
+				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
+				if m, _, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+					return nil, nil, nil, err
+				}
+			}
+			rec := SymbolicTraining(m, train, 1, h)
+			rec.Doublings = round
+			return m, h, rec, nil
+		}
+		if m, _, err = chmm.Prune(m, keep); err != nil {
+			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+		}
+		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
+			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+		}
+		if progressOut != nil {
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: split every used clone in two\n",
+				round, d.TrainBits, d.UsedClones, d.Clones)
+		}
+	}
 }
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
