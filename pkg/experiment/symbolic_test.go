@@ -282,6 +282,9 @@ func TestRunSymbolicDoublings(t *testing.T) {
 		t.Errorf("%d splits, clones %v: F1 %.3f, purity %.3f, verdict %s", rec.Doublings, rec.Clones, rep.ViterbiMap.F1,
 			rep.StatePlacePurity, rep.Diagnosis.Verdict.Text)
 	}
+	if len(rec.Runs) != 2 || rec.Runs[1].Name != "hard" || rec.Runs[1].Iterations < 1 {
+		t.Errorf("runs %+v, want the last training and the hard phase", rec.Runs)
+	}
 	for k, c := range rec.Clones {
 		if c%2 != 0 || c == 7 {
 			t.Errorf("token %d: %d clones, want an even number from the splits", k, c)

@@ -386,14 +386,18 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
 					round, d.TrainBits, d.UsedClones, d.Clones, why)
 			}
+			var hard *chmm.History
 			if s.ViterbiIters > 0 { // the hard phase, after the last training only
 				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
-				if m, _, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 					return nil, nil, nil, err
 				}
 			}
 			rec := SymbolicTraining(m, train, 1, h)
 			rec.Doublings = round
+			if hard != nil {
+				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hard.LogLik), Stop: strings.TrimPrefix(hard.Stop, "no iterations; ")})
+			}
 			return m, h, rec, nil
 		}
 		if m, _, err = chmm.Prune(m, keep); err != nil {
@@ -403,8 +407,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if progressOut != nil {
-			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: split every used clone in two\n",
-				round, d.TrainBits, d.UsedClones, d.Clones)
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: the %d its paths visit split in two\n",
+				round, d.TrainBits, d.UsedClones, d.Clones, kept)
 		}
 	}
 }
