@@ -297,6 +297,33 @@ func TestSymbolicDoublings(t *testing.T) {
 	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
 		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
 	}
+	// EM's default grows by splitting; a budget, growth rounds, starts or --doublings 0
+	// given train the budget instead.
+	for _, c := range []struct {
+		name                           string
+		set                            func(*symbolicOptions)
+		doublings, restarts, growRound int
+	}{
+		{"defaults", func(o *symbolicOptions) {}, 16, 1, 0},
+		{"--restarts 1", func(o *symbolicOptions) { o.restarts = 1 }, 16, 1, 0},
+		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }, 0, 3, 3},
+		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0, 3, 0},
+		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0, 3, 0},
+		{"--grow 2", func(o *symbolicOptions) { o.grow = 2 }, 0, 3, 2},
+		{"--restarts 4", func(o *symbolicOptions) { o.restarts = 4 }, 0, 4, 3},
+	} {
+		o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+		c.set(&o)
+		s, _, err := symbolicConfig(o)
+		if err != nil || s.Doublings != c.doublings || s.Restarts != c.restarts || s.GrowRounds != c.growRound || s.Validate() != nil {
+			t.Errorf("em %s: Doublings %d, Restarts %d, GrowRounds %d (want %d, %d, %d), err %v, Validate %v", c.name,
+				s.Doublings, s.Restarts, s.GrowRounds, c.doublings, c.restarts, c.growRound, err, s.Validate())
+		}
+	}
+	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+	if s, _, err := symbolicConfig(o); err != nil || s.Doublings != 0 || s.GrowRounds != 3 || s.Restarts != 5 {
+		t.Errorf("gradient defaults: Doublings %d, GrowRounds %d, Restarts %d, err %v", s.Doublings, s.GrowRounds, s.Restarts, err)
+	}
 	for _, c := range []struct{ args []string }{
 		{[]string{"--trainer", "gradient"}},
 		{[]string{"--trainer", "em", "--restarts", "3"}},

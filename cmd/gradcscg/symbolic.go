@@ -57,7 +57,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 3, gradient up to 5)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
-	fs.IntVar(&o.doublings, "doublings", 0, "EM trainer: grow the budget by splitting instead: start from one clone per token and, while the map cannot predict its own training walks, keep the clones its training paths visit, split each in two and train on, at most this many times (one start; replaces --clones, --clones-for and --grow; 0: off)")
+	fs.IntVar(&o.doublings, "doublings", -1, "EM trainer: the budget grows by splitting: start from one clone per token and, while the map cannot predict its own training walks, keep the clones its training paths visit, split each in two and train on, at most this many times (one start; -1: 16, or 0 when --clones, --clones-for, --grow or --restarts >1 is given; 0: the reference budget, best of 3 starts, which may double as --grow says)")
 	fs.IntVar(&o.viterbiIters, "viterbi-iters", -1, "EM trainer: hard (Viterbi) iterations after Baum–Welch, as the original CSCG refines its maps; they leave exact zeros, so a map can lose its way on walks that cross where its training walks did not (-1: 100; 0: none)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
@@ -212,7 +212,8 @@ func growRoundsThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
 
 // symbolicConfig is the experiment of the flags: the environment's reference settings
 // (experiment.DefaultSymbolic), then every flag given. A budget given (--clones,
-// --clones-for) is kept as it is, unless --grow says otherwise.
+// --clones-for) is kept as it is, unless --grow says otherwise; with it (or --grow,
+// --restarts >1, --doublings 0) EM trains that budget instead of growing one by splitting.
 func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, error) {
 	env, err := loadEnv(o.env, o.layout)
 	if err != nil {
@@ -223,6 +224,9 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 		return experiment.Symbolic{}, nil, err
 	}
 	s.Seed, s.Init = o.seed, o.init
+	if o.doublings == 0 || o.doublings < 0 && (o.restarts > 1 || o.clones > 0 || o.clonesPerToken != "" || o.grow >= 0) {
+		s = s.FixedBudget(o.restarts) // EM: a budget of its own, not grown by splitting
+	}
 	if o.restarts > 0 {
 		s.Restarts = o.restarts
 	}

@@ -159,6 +159,7 @@ func TestTrainSymbolicGradientRestarts(t *testing.T) {
 // full tokens' budgets double until it is, to a power of 2 of at least 4.
 func TestRunSymbolicGrow(t *testing.T) {
 	_, s := aliasedSymbolic(t, TrainerEM)
+	s = s.FixedBudget(1)
 	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass, s.Restarts, s.Iters = 2, 3000, 2000, 1, 1, 200
 	s.GrowRounds = 0
 	fixed, err := RunSymbolic(s, nil, nil)
@@ -185,17 +186,37 @@ func TestRunSymbolicGrow(t *testing.T) {
 	}
 }
 
-// TestDefaultSymbolicGrows: the default experiment lets a binding budget grow
-// (DefaultGrowRounds) for both trainers; the smaller sizes, made for speed, do not.
+// TestDefaultSymbolicGrows: the default experiment sizes its budget: the gradient
+// trainer's may double (DefaultGrowRounds), EM's grows by splitting from one clone per
+// token (DefaultDoublings, one start), and FixedBudget gives EM the reference budget,
+// 3 starts and the doublings back; the smaller sizes, made for speed, do neither.
 func TestDefaultSymbolicGrows(t *testing.T) {
-	for _, tr := range []string{TrainerGradient, TrainerEM} {
-		_, s := aliasedSymbolic(t, tr)
-		if s.GrowRounds != DefaultGrowRounds || DefaultGrowRounds < 1 {
-			t.Errorf("%s: GrowRounds %d, want DefaultGrowRounds = %d ≥ 1", tr, s.GrowRounds, DefaultGrowRounds)
-		}
+	_, g := aliasedSymbolic(t, TrainerGradient)
+	if g.GrowRounds != DefaultGrowRounds || DefaultGrowRounds < 1 || g.Doublings != 0 || g.FixedBudget(0).GrowRounds != DefaultGrowRounds {
+		t.Errorf("gradient: GrowRounds %d, Doublings %d, want DefaultGrowRounds = %d ≥ 1 and 0", g.GrowRounds, g.Doublings, DefaultGrowRounds)
+	}
+	_, e := aliasedSymbolic(t, TrainerEM)
+	if e.Doublings != DefaultDoublings || e.Restarts != 1 || e.GrowRounds != 0 {
+		t.Errorf("em: Doublings %d, Restarts %d, GrowRounds %d, want %d, 1, 0", e.Doublings, e.Restarts, e.GrowRounds, DefaultDoublings)
+	}
+	if err := e.Validate(); err != nil {
+		t.Errorf("em defaults: %v", err)
+	}
+	f := e.FixedBudget(0)
+	if f.Doublings != 0 || f.Restarts != DefaultEMRestarts || f.GrowRounds != DefaultGrowRounds || f.ClonesPerClass != e.ClonesPerClass {
+		t.Errorf("em FixedBudget(0): Doublings %d, Restarts %d, GrowRounds %d, want 0, %d, %d", f.Doublings, f.Restarts, f.GrowRounds,
+			DefaultEMRestarts, DefaultGrowRounds)
+	}
+	if err := f.Validate(); err != nil {
+		t.Errorf("em FixedBudget(0): %v", err)
+	}
+	if r := e.FixedBudget(5).Restarts; r != 5 {
+		t.Errorf("em FixedBudget(5): %d starts", r)
+	}
+	for _, s := range []Symbolic{g, e, f} {
 		for _, z := range []Size{SizeCI, SizeSmoke} {
-			if g := z.Symbolic(s).GrowRounds; g != 0 {
-				t.Errorf("%s at size %s: GrowRounds %d, want 0", tr, z, g)
+			if zs := z.Symbolic(s); zs.GrowRounds != 0 || zs.Doublings != 0 || zs.Validate() != nil {
+				t.Errorf("%s at size %s: GrowRounds %d, Doublings %d (want 0, 0), Validate %v", s.Trainer, z, zs.GrowRounds, zs.Doublings, zs.Validate())
 			}
 		}
 	}

@@ -62,9 +62,10 @@ type Symbolic struct {
 	// starts from one clone per token; after each training the clones the training
 	// walks' Viterbi paths never visit are dropped and every other is split in two
 	// (chmm.SplitAll), and soft EM goes on from there, until the map predicts its
-	// training walks (FitBits) or Doublings times. Every training runs Iters soft
-	// iterations (0: DoublingIters) in full; ViterbiIters hard ones follow the last. The
-	// budget fields and GrowRounds are then unused.
+	// training walks (FitBits), before or after ViterbiIters hard iterations run on a
+	// copy, or Doublings times. Every training runs Iters soft iterations (0:
+	// DoublingIters) in full; the hard ones follow the last. The budget fields and
+	// GrowRounds are then unused. DefaultSymbolic's EM: DefaultDoublings.
 	Doublings int `json:"doublings,omitempty"`
 }
 
@@ -77,7 +78,11 @@ const DoublingIters = 300
 // split when that would pass it (about 6 GB of training memory on 150,000 steps).
 const MaxDoublingStates = 2048
 
-// DefaultGrowRounds is DefaultSymbolic's GrowRounds: a budget that binds may double
+// DefaultDoublings is DefaultSymbolic's Doublings for EM: enough splits for 2^16 places
+// per token, so MaxDoublingStates or the fit is what stops.
+const DefaultDoublings = 16
+
+// DefaultGrowRounds is DefaultSymbolic's GrowRounds for the gradient trainer: a budget that binds may double
 // three times, to 8× the reference one (a custom room's 10 clones per class to 80).
 // A map that fits its training walks, or whose tokens leave clones unused, is
 // trained once, as with a fixed budget.
@@ -85,10 +90,12 @@ const DefaultGrowRounds = 3
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
-// a held-out walk as long as a training walk, the trainer's iterations, the best of 3
-// starts for EM and up to 5 for the gradient trainer, which stops at the first that
-// fits its training walks (UntilFit), a budget that may grow (DefaultGrowRounds),
-// seed 1. A custom environment keeps its layout.
+// a held-out walk as long as a training walk, the trainer's iterations, seed 1. EM
+// grows its budget by splitting from one clone per token (DefaultDoublings, one
+// start); the gradient trainer takes the reference budget, which may double
+// (DefaultGrowRounds), and up to 5 starts, stopping at the first that fits its
+// training walks (UntilFit). FixedBudget gives EM the reference budget instead. A
+// custom environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if trainer != TrainerGradient && trainer != TrainerEM {
 		return Symbolic{}, &FieldError{Field: "Trainer", Value: fmt.Sprintf("%q", trainer), Need: fmt.Sprintf("want %q or %q", TrainerGradient, TrainerEM)}
@@ -102,15 +109,34 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if pc == 0 {
 		pc = chmm.DefaultEMConfig().Pseudocount
 	}
-	restarts, untilFit := 3, false // EM keeps the best of 3 starts
-	if trainer == TrainerGradient {
-		restarts, untilFit = 5, true // the first that fits
-	}
-	return Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
+	s := Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: restarts, UntilFit: untilFit, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters,
-		GrowRounds: DefaultGrowRounds}, nil
+		Restarts: 5, UntilFit: true, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters,
+		GrowRounds: DefaultGrowRounds}
+	if trainer == TrainerEM {
+		s.Restarts, s.UntilFit, s.GrowRounds, s.Doublings = 1, false, 0, DefaultDoublings
+	}
+	return s, nil
+}
+
+// DefaultEMRestarts is EM's starts with a fixed budget (FixedBudget): the best
+// training likelihood of 3 is kept.
+const DefaultEMRestarts = 3
+
+// FixedBudget returns s training its budget fields (ClonesPerClass, ClonesByClass)
+// instead of growing one by splitting: EM with restarts starts (0: DefaultEMRestarts),
+// whose budget may double (DefaultGrowRounds) where it binds. s is returned unchanged
+// unless it grows by splitting.
+func (s Symbolic) FixedBudget(restarts int) Symbolic {
+	if s.Doublings == 0 {
+		return s
+	}
+	if restarts <= 0 {
+		restarts = DefaultEMRestarts
+	}
+	s.Doublings, s.Restarts, s.GrowRounds = 0, restarts, DefaultGrowRounds
+	return s
 }
 
 // Symbolic returns the symbolic experiment s at size z: s itself at full size;
@@ -122,7 +148,7 @@ func (z Size) Symbolic(s Symbolic) Symbolic {
 		return s
 	}
 	s.Episodes, s.Steps, s.EvalSteps = 1, min(s.Steps, 3000), min(s.Steps, 3000)
-	s.Restarts, s.ViterbiIters, s.GrowRounds = 1, 0, 0
+	s.Restarts, s.ViterbiIters, s.GrowRounds, s.Doublings = 1, 0, 0, 0
 	s.ClonesPerClass = min(s.ClonesPerClass, 10)
 	if len(s.ClonesByClass) > 0 {
 		by := make(map[int]int, len(s.ClonesByClass))
@@ -373,7 +399,27 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			}
 		}
 		why := ""
+		// A right map of a few hundred states keeps more than FitBits from the
+		// pseudocount; its hard phase, run on a copy, tells it (a probe).
+		var hard *chmm.History
+		hardBits := math.NaN()
+		if d.TrainBits > FitBits && s.ViterbiIters > 0 {
+			th := t
+			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
+			hm, hh, _, err := TrainSymbolic(m.Clone(), train, th, progressOut)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			hd, err := chmm.Diagnose(hm, train, nil, 0)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+			}
+			if hardBits = hd.TrainBits; hardBits <= FitBits {
+				m, hard, why = hm, hh, fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
+			}
+		}
 		switch {
+		case why != "":
 		case d.TrainBits <= FitBits:
 			why = "the map fits its training walks"
 		case round == s.Doublings:
@@ -386,8 +432,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
 					round, d.TrainBits, d.UsedClones, d.Clones, why)
 			}
-			var hard *chmm.History
-			if s.ViterbiIters > 0 { // the hard phase, after the last training only
+			if hard == nil && s.ViterbiIters > 0 { // the hard phase, after the last training only
 				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
 				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 					return nil, nil, nil, err
@@ -407,8 +452,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if progressOut != nil {
-			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: the %d its paths visit split in two\n",
-				round, d.TrainBits, d.UsedClones, d.Clones, kept)
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks (%.4f after a hard phase), %d of %d clones used: the %d its paths visit split in two\n",
+				round, d.TrainBits, hardBits, d.UsedClones, d.Clones, kept)
 		}
 	}
 }

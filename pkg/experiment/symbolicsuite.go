@@ -35,7 +35,7 @@ type SymbolicSuite struct {
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
 	Trainers []string  // "gradient", "em" (nil: both)
 	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // EM's initialisations per run (0: 3); gradient runs take DefaultSymbolic's (up to 5, until one fits)
+	Restarts int       // EM: more than 1 trains the reference budget from that many starts (Symbolic.FixedBudget); 0 or 1, the default, grows one by splitting. Gradient runs take DefaultSymbolic's (up to 5, until one fits)
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists
@@ -73,11 +73,8 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 		return "", "", &FieldError{"Seeds", s.Seeds, "need at least 1"}
 	}
 	restarts := s.Restarts
-	if restarts == 0 {
-		restarts = 3
-	}
-	if restarts < 1 {
-		return "", "", &FieldError{"Restarts", s.Restarts, "need at least 1"}
+	if restarts < 0 {
+		return "", "", &FieldError{"Restarts", s.Restarts, "need at least 0"}
 	}
 	root := s.Out
 	if root == "" {
@@ -142,8 +139,8 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 	return table, path, nil
 }
 
-// symbolicSuiteRun is one run of a symbolic suite: the environment's defaults, the
-// seed, and restarts starts for EM (DefaultSymbolic's for gradient).
+// symbolicSuiteRun is one run of a symbolic suite: the environment's defaults and the
+// seed; EM with restarts > 1 trains the reference budget from that many starts.
 func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.Writer) (*evaluate.Report, error) {
 	env, err := gridworld.Named(envName)
 	if err != nil {
@@ -154,8 +151,8 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.W
 		return nil, err
 	}
 	s.Seed, s.Init = uint64(seed), InitUniform
-	if trainer == TrainerEM {
-		s.Restarts = restarts
+	if trainer == TrainerEM && restarts > 1 {
+		s = s.FixedBudget(restarts)
 	}
 	run, err := RunSymbolic(s, nil, progress)
 	if err != nil {

@@ -21,7 +21,7 @@ func TestSymbolicDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if full.Episodes != 4 || full.Steps != 10000 || full.ClonesPerClass != 4 || full.ClonesByClass[0] != 20 ||
-		full.Restarts != 3 || full.ViterbiIters != 100 || full.Iters != 0 || full.Layout != "" {
+		full.Restarts != 1 || full.Doublings != 16 || full.ViterbiIters != 100 || full.Iters != 0 || full.Layout != "" {
 		t.Errorf("full-size room/em defaults: %+v", full)
 	}
 	t.Setenv(SizeEnv, "ci")
