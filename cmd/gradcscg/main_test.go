@@ -325,7 +325,6 @@ func TestSymbolicDoublings(t *testing.T) {
 		t.Errorf("gradient defaults: Doublings %d, GrowRounds %d, Restarts %d, err %v", s.Doublings, s.GrowRounds, s.Restarts, err)
 	}
 	for _, c := range []struct{ args []string }{
-		{[]string{"--trainer", "gradient"}},
 		{[]string{"--trainer", "em", "--restarts", "3"}},
 		{[]string{"--trainer", "em", "--clones", "5"}},
 		{[]string{"--trainer", "em", "--grow", "2"}},

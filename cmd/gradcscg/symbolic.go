@@ -75,8 +75,6 @@ func runSymbolic(args []string) error {
 	}
 	if o.doublings > 0 {
 		switch {
-		case o.trainer != "em":
-			return fmt.Errorf("--doublings %d: needs --trainer em", o.doublings)
 		case o.restarts > 1:
 			return fmt.Errorf("--doublings %d: trains one start, not --restarts %d", o.doublings, o.restarts)
 		case o.clones > 0 || o.clonesPerToken != "" || o.grow > 0:

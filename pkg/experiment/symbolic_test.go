@@ -288,7 +288,7 @@ func aliasedSymbolic(t *testing.T, trainer string) (*gridworld.Env, Symbolic) {
 // token, recovers aliased (4 places per class) after at least two splits: every
 // token ends with an even number of clones (the last split doubled them), and the
 // training paths visit at least one clone per place; the settings it cannot use are
-// refused.
+// refused. The gradient trainer grows the same way.
 func TestRunSymbolicDoublings(t *testing.T) {
 	_, s := aliasedSymbolic(t, TrainerEM)
 	s.Episodes, s.Steps, s.EvalSteps, s.Restarts, s.GrowRounds, s.Iters = 2, 3000, 2000, 1, 0, 150
@@ -315,7 +315,6 @@ func TestRunSymbolicDoublings(t *testing.T) {
 		t.Errorf("%d clones used for %d places", u, run.Env.NumPlaces())
 	}
 	for _, bad := range []func(*Symbolic){
-		func(s *Symbolic) { s.Trainer = TrainerGradient },
 		func(s *Symbolic) { s.Restarts = 3 },
 		func(s *Symbolic) { s.GrowRounds = 2 },
 		func(s *Symbolic) { s.Doublings = 17 },
@@ -325,5 +324,49 @@ func TestRunSymbolicDoublings(t *testing.T) {
 		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "doublings") {
 			t.Errorf("%+v: Validate %v, want an error naming doublings", b, err)
 		}
+	}
+	g := s
+	g.Trainer, g.Iters = TrainerGradient, 0
+	grad, err := RunSymbolic(g, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, rec = grad.Report, grad.Report.Training
+	t.Logf("gradient: %d splits, clones %v, %d used; %s", rec.Doublings, rec.Clones, rep.Diagnosis.UsedClones, rep.Diagnosis.Verdict.Text)
+	if rep.ViterbiMap.F1 != 1 || rep.StatePlacePurity != 1 || !rep.Diagnosis.Verdict.Resolved || len(rec.Runs) != 1 {
+		t.Errorf("gradient: %d splits, clones %v: F1 %.3f, purity %.3f, verdict %s, runs %+v", rec.Doublings, rec.Clones,
+			rep.ViterbiMap.F1, rep.StatePlacePurity, rep.Diagnosis.Verdict.Text, rec.Runs)
+	}
+}
+
+// TestDoublingsHardProbe: with a large pseudocount the soft map of aliased never
+// predicts its training walks within FitBits, so without hard iterations the budget
+// is split as often as allowed; with them, the hard phase run on a copy after each
+// training shows the map fits, and the splitting stops there with the hard map.
+func TestDoublingsHardProbe(t *testing.T) {
+	_, s := aliasedSymbolic(t, TrainerEM)
+	s.Episodes, s.Steps, s.EvalSteps, s.Iters, s.Pseudocount, s.Doublings = 2, 3000, 2000, 150, 0.2, 5
+	runs := map[int]*SymbolicRun{}
+	for _, vi := range []int{0, 100} {
+		s.ViterbiIters = vi
+		run, err := RunSymbolic(s, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[vi] = run
+		rep := run.Report
+		t.Logf("viterbi iters %d: %d splits, %d states, training %.4f bits/step, F1 %.3f", vi, rep.Training.Doublings,
+			run.Model.N(), rep.Diagnosis.TrainBits, rep.ViterbiMap.F1)
+	}
+	soft, hard := runs[0].Report, runs[100].Report
+	if soft.Training.Doublings != 5 || soft.Diagnosis.TrainBits <= FitBits {
+		t.Errorf("soft only: %d splits, %.4f bits/step; want all 5, above %g", soft.Training.Doublings, soft.Diagnosis.TrainBits, FitBits)
+	}
+	if hard.Training.Doublings >= 5 || hard.Diagnosis.TrainBits > FitBits || hard.ViterbiMap.F1 != 1 {
+		t.Errorf("with the probe: %d splits, %.4f bits/step, F1 %.3f; want fewer than 5, at most %g, 1", hard.Training.Doublings,
+			hard.Diagnosis.TrainBits, hard.ViterbiMap.F1, FitBits)
+	}
+	if r := hard.Training.Runs; len(r) != 2 || r[1].Name != "hard" {
+		t.Errorf("with the probe: runs %+v, want the last training and its hard phase", r)
 	}
 }

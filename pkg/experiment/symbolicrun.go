@@ -215,7 +215,6 @@ func (s Symbolic) Validate() error {
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
 	if s.Doublings > 0 {
-		add(s.Trainer == TrainerEM, "doublings=%d needs trainer %q (got %q)", s.Doublings, TrainerEM, s.Trainer)
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
 		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)
 	}
@@ -367,9 +366,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	}
 	m := SymbolicInit(ones, env.NumActions(), s.Seed, s.Init)
 	t := s.Training()
-	t.Iters, t.ViterbiIters, t.Restarts, t.Full = DoublingIters, 0, 1, true
-	if s.Iters > 0 {
-		t.Iters = s.Iters
+	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
+	if s.Trainer == TrainerEM { // every soft training runs in full
+		t.Full = true
+		if s.Iters == 0 {
+			t.Iters = DoublingIters
+		}
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
 	var h *chmm.History
@@ -403,7 +405,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		// pseudocount; its hard phase, run on a copy, tells it (a probe).
 		var hard *chmm.History
 		hardBits := math.NaN()
-		if d.TrainBits > FitBits && s.ViterbiIters > 0 {
+		if d.TrainBits > FitBits && s.Trainer == TrainerEM && s.ViterbiIters > 0 {
 			th := t
 			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
 			hm, hh, _, err := TrainSymbolic(m.Clone(), train, th, progressOut)
@@ -432,7 +434,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
 					round, d.TrainBits, d.UsedClones, d.Clones, why)
 			}
-			if hard == nil && s.ViterbiIters > 0 { // the hard phase, after the last training only
+			if hard == nil && s.Trainer == TrainerEM && s.ViterbiIters > 0 { // the hard phase, after the last training only
 				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
 				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 					return nil, nil, nil, err
@@ -452,8 +454,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if progressOut != nil {
-			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks (%.4f after a hard phase), %d of %d clones used: the %d its paths visit split in two\n",
-				round, d.TrainBits, hardBits, d.UsedClones, d.Clones, kept)
+			probe := ""
+			if !math.IsNaN(hardBits) {
+				probe = fmt.Sprintf(" (%.4f after a hard phase)", hardBits)
+			}
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit split in two\n",
+				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept)
 		}
 	}
 }
