@@ -59,8 +59,8 @@ bench:
 data: build
 	$(BIN) data
 
-# Section 5.1: 7 environments, symbolic, EM x seeds 1-3 and gradient x seeds 1-10; writes
-# results/symbolic.md (the second command's table covers both).
+# Section 5.1: 7 environments, symbolic, EM x seeds 1-3 (its budget grown by splitting) and
+# gradient x seeds 1-10; writes results/symbolic.md (the second command's table covers both).
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite symbolic --trainers gradient --seeds 10 --out results
@@ -73,10 +73,13 @@ reproduce-cscg: build
 	$(BIN) reproduce --suite cscg --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite cscg --seeds 10 --collect --out results
 
-# Issue 18's bigger worlds (big_room, tiled, four_rooms) x {gradient, em}, seed 1, one EM start
-# (hours on 2 cores); writes results/bigger.md with the label-free verdict of each row.
+# Issue 18's bigger worlds (big_room, tiled, four_rooms) x {gradient, em}, seeds 1-3, EM's budget
+# grown by splitting (hours on 2 cores); writes results/bigger.md with the label-free verdict of
+# each row. The same suite's EM with the reference budgets, one start each, seed 1:
+# reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
 reproduce-bigger: build
-	$(BIN) reproduce --suite bigger --seeds 1 --restarts 1 --out results
+	$(BIN) reproduce --suite bigger --trainers em --seeds 3 --out results
+	$(BIN) reproduce --suite bigger --trainers gradient --seeds 1 --out results
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
 # seeds 1-3, token quality on held-out test images and learning curves; writes results/vqvae.md

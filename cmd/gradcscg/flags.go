@@ -70,7 +70,7 @@ var flagRanges = map[string]map[string]flagRange{
 		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8), "stop-churn": floats(0, 1),
 		"final-grow": ints(0, 6),
 	},
-	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": rangeRestarts},
+	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100)},
 	"vqvae": {
 		"k": ints(0, 4096), "steps": ints(0, 100_000_000), "batch": ints(1, 65536), "lr": positive(1),
 		"episodes": rangeEpisodes, "episode-len": rangeSteps, "eval-len": rangeSteps, "curve": ints(0, 100_000_000),

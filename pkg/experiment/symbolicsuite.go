@@ -35,7 +35,7 @@ type SymbolicSuite struct {
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
 	Trainers []string  // "gradient", "em" (nil: both)
 	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // EM: more than 1 trains the reference budget from that many starts (Symbolic.FixedBudget); 0 or 1, the default, grows one by splitting. Gradient runs take DefaultSymbolic's (up to 5, until one fits)
+	Restarts int       // EM: 0 grows each budget by splitting (DefaultSymbolic); N ≥ 1 trains the reference budget from N starts (Symbolic.FixedBudget). Gradient runs take DefaultSymbolic's (up to 5, until one fits)
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists
@@ -140,7 +140,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 }
 
 // symbolicSuiteRun is one run of a symbolic suite: the environment's defaults and the
-// seed; EM with restarts > 1 trains the reference budget from that many starts.
+// seed; EM with restarts ≥ 1 trains the reference budget from that many starts.
 func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.Writer) (*evaluate.Report, error) {
 	env, err := gridworld.Named(envName)
 	if err != nil {
@@ -151,7 +151,7 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.W
 		return nil, err
 	}
 	s.Seed, s.Init = uint64(seed), InitUniform
-	if trainer == TrainerEM && restarts > 1 {
+	if trainer == TrainerEM && restarts > 0 {
 		s = s.FixedBudget(restarts)
 	}
 	run, err := RunSymbolic(s, nil, progress)
