@@ -306,6 +306,13 @@ func TestRunSymbolicDoublings(t *testing.T) {
 	if len(rec.Runs) != 2 || rec.Runs[1].Name != "hard" || rec.Runs[1].Iterations < 1 {
 		t.Errorf("runs %+v, want the last training and the hard phase", rec.Runs)
 	}
+	// The history holds every training, then the hard phase, on one clock.
+	h := run.History
+	if n := len(h.LogLik); n != (rec.Doublings+1)*(s.Iters+1)+rec.Runs[1].Iterations || h.Phase[n-1] != "viterbi" ||
+		h.Phase[0] != "em" || !slices.IsSorted(h.Seconds) {
+		t.Errorf("history: %d entries (want %d trainings of %d and %d hard), phases %s…%s", n, rec.Doublings+1, s.Iters+1,
+			rec.Runs[1].Iterations, h.Phase[0], h.Phase[n-1])
+	}
 	for k, c := range rec.Clones {
 		if c%2 != 0 || c == 7 {
 			t.Errorf("token %d: %d clones, want an even number from the splits", k, c)

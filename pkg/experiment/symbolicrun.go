@@ -358,7 +358,8 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 }
 
 // trainByDoubling trains s's map with a budget that grows by splitting
-// (Symbolic.Doublings) and returns it, the last training's history and the record.
+// (Symbolic.Doublings) and returns it, the history of every training and of the hard
+// phase kept, one after another on one clock, and the record (of the last training).
 func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm.Sequence, progressOut io.Writer) (*chmm.Model, *chmm.History, *evaluate.Training, error) {
 	ones := make([]int, numTokens)
 	for k := range ones {
@@ -375,7 +376,9 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
 	var h *chmm.History
+	all, t0 := &chmm.History{}, time.Now()
 	for round := 0; ; round++ {
+		at := time.Since(t0).Seconds()
 		if progressOut != nil {
 			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s, budget round %d\n",
 				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer, round)
@@ -384,6 +387,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if m, h, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 			return nil, nil, nil, err
 		}
+		appendHistory(all, h, at)
 		d, err := chmm.Diagnose(m, train, nil, 0)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
@@ -406,6 +410,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		var hard *chmm.History
 		hardBits := math.NaN()
 		if d.TrainBits > FitBits && s.Trainer == TrainerEM && s.ViterbiIters > 0 {
+			at := time.Since(t0).Seconds()
 			th := t
 			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
 			hm, hh, _, err := TrainSymbolic(m.Clone(), train, th, progressOut)
@@ -418,6 +423,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			}
 			if hardBits = hd.TrainBits; hardBits <= FitBits {
 				m, hard, why = hm, hh, fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
+				appendHistory(all, hard, at)
 			}
 		}
 		switch {
@@ -436,16 +442,18 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			}
 			if hard == nil && s.Trainer == TrainerEM && s.ViterbiIters > 0 { // the hard phase, after the last training only
 				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
+				at := time.Since(t0).Seconds()
 				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
 					return nil, nil, nil, err
 				}
+				appendHistory(all, hard, at)
 			}
 			rec := SymbolicTraining(m, train, 1, h)
 			rec.Doublings = round
 			if hard != nil {
 				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hard.LogLik), Stop: strings.TrimPrefix(hard.Stop, "no iterations; ")})
 			}
-			return m, h, rec, nil
+			return m, all, rec, nil
 		}
 		if m, _, err = chmm.Prune(m, keep); err != nil {
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
@@ -462,6 +470,19 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept)
 		}
 	}
+}
+
+// appendHistory appends h, which started at seconds at, to all.
+func appendHistory(all, h *chmm.History, at float64) {
+	all.Phase = append(all.Phase, h.Phase...)
+	all.Iter = append(all.Iter, h.Iter...)
+	all.LogLik = append(all.LogLik, h.LogLik...)
+	all.Entropy = append(all.Entropy, h.Entropy...)
+	for _, sec := range h.Seconds {
+		all.Seconds = append(all.Seconds, at+sec)
+	}
+	all.Splits = append(all.Splits, h.Splits...)
+	all.Stop, all.BestIter = h.Stop, h.BestIter
 }
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
