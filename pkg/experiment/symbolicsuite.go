@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -257,9 +258,22 @@ func symbolicTable(suite string, order []string, groups map[string][]*evaluate.R
 		if verdict {
 			vc += " " + resolvedCount(rs) + " |"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |%s %s |\n", env, tr, len(rs), rs[0].NumStates,
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |%s %s |\n", env, tr, len(rs), statesRange(rs),
 			col("viterbi_map.recall", 2), col("viterbi_map.f1", 3), col("state_place_purity", 3),
 			col("clone_purity", 3), col("action_accuracy", 3), vc, col("seconds.total", 1))
 	}
 	return b.String()
+}
+
+// statesRange is the runs' state count N, or its range where budgets grown from the
+// data differ between seeds.
+func statesRange(rs []*evaluate.Report) string {
+	lo, hi := rs[0].NumStates, rs[0].NumStates
+	for _, r := range rs {
+		lo, hi = min(lo, r.NumStates), max(hi, r.NumStates)
+	}
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
 }
