@@ -376,4 +376,17 @@ func TestDoublingsHardProbe(t *testing.T) {
 	if r := hard.Training.Runs; len(r) != 2 || r[1].Name != "hard" {
 		t.Errorf("with the probe: runs %+v, want the last training and its hard phase", r)
 	}
+	// Stopped by the limit, the last probe is the hard phase: recorded once, after
+	// both trainings in the history (the first probe, discarded, is not).
+	s.Doublings = 1
+	one, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, h := one.Report.Training, one.History
+	if len(rec.Runs) != 2 || rec.Runs[1].Name != "hard" || rec.Doublings != 1 ||
+		len(h.LogLik) != 2*(s.Iters+1)+rec.Runs[1].Iterations || h.Phase[len(h.Phase)-1] != "viterbi" {
+		t.Errorf("1 split: %d splits, runs %+v, %d history entries (want 2 × %d + the hard phase's)", rec.Doublings, rec.Runs,
+			len(h.LogLik), s.Iters+1)
+	}
 }

@@ -82,8 +82,9 @@ const MaxDoublingStates = 2048
 // per token, so MaxDoublingStates or the fit is what stops.
 const DefaultDoublings = 16
 
-// DefaultGrowRounds is DefaultSymbolic's GrowRounds for the gradient trainer: a budget that binds may double
-// three times, to 8× the reference one (a custom room's 10 clones per class to 80).
+// DefaultGrowRounds is DefaultSymbolic's GrowRounds for the gradient trainer (and
+// FixedBudget's for EM): a budget that binds may double three times, to 8× the
+// reference one (a custom room's 10 clones per class to 80).
 // A map that fits its training walks, or whose tokens leave clones unused, is
 // trained once, as with a fixed budget.
 const DefaultGrowRounds = 3
@@ -407,14 +408,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		why := ""
 		// A right map of a few hundred states keeps more than FitBits from the
 		// pseudocount; its hard phase, run on a copy, tells it (a probe).
-		var hard *chmm.History
-		hardBits := math.NaN()
+		var hm *chmm.Model // the copy after its hard phase (hh), run at seconds hAt
+		var hh *chmm.History
+		hAt, hardBits := 0.0, math.NaN()
 		if d.TrainBits > FitBits && s.Trainer == TrainerEM && s.ViterbiIters > 0 {
-			at := time.Since(t0).Seconds()
+			hAt = time.Since(t0).Seconds()
 			th := t
 			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
-			hm, hh, _, err := TrainSymbolic(m.Clone(), train, th, progressOut)
-			if err != nil {
+			if hm, hh, _, err = TrainSymbolic(m.Clone(), train, th, progressOut); err != nil {
 				return nil, nil, nil, err
 			}
 			hd, err := chmm.Diagnose(hm, train, nil, 0)
@@ -422,8 +423,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
 			}
 			if hardBits = hd.TrainBits; hardBits <= FitBits {
-				m, hard, why = hm, hh, fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
-				appendHistory(all, hard, at)
+				why = fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
 			}
 		}
 		switch {
@@ -440,7 +440,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
 					round, d.TrainBits, d.UsedClones, d.Clones, why)
 			}
-			if hard == nil && s.Trainer == TrainerEM && s.ViterbiIters > 0 { // the hard phase, after the last training only
+			var hard *chmm.History
+			switch {
+			case hm != nil: // the probe was the hard phase
+				m, hard = hm, hh
+				appendHistory(all, hard, hAt)
+			case s.Trainer == TrainerEM && s.ViterbiIters > 0: // the hard phase, after the last training only
 				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
 				at := time.Since(t0).Seconds()
 				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
