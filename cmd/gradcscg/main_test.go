@@ -289,6 +289,40 @@ func TestGrowRoundsThatFit(t *testing.T) {
 	}
 }
 
+// TestSplitStatesThatFit: a budget grown by splitting stops at the most states that fit
+// in memory (MaxDoublingStates halved), without limit when the memory is unknown; a run
+// says so and stops splitting there.
+func TestSplitStatesThatFit(t *testing.T) {
+	defer func(f func() float64) { memTotal = f }(memTotal)
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+	s, env, err := symbolicConfig(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5 // one clone for each of 4 tokens, and the sink
+	for _, c := range []struct {
+		mem  float64
+		want int
+	}{
+		{0, experiment.MaxDoublingStates},
+		{1e15, experiment.MaxDoublingStates},
+		{1.25 * symbolicBytes(s, env, 512), 512},
+		{1.25 * symbolicBytes(s, env, 8), 8},
+		{1.25 * symbolicBytes(s, env, n), 4}, // n itself fits; halving stops below it
+	} {
+		memTotal = func() float64 { return c.mem }
+		if g := splitStatesThatFit(s, env, n); g != c.want {
+			t.Errorf("memory %.3g B: %d states, want %d", c.mem, g, c.want)
+		}
+	}
+	memTotal = func() float64 { return 1.25 * symbolicBytes(s, env, 8) }
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--seed", "1")
+	if code != 0 || !strings.Contains(errOut, "grow by splitting to 8 states, not 2048") ||
+		!strings.Contains(errOut, "splitting would pass 8 states") {
+		t.Errorf("exit %d; stderr %q", code, errOut[max(0, len(errOut)-600):])
+	}
+}
+
 // TestSymbolicDoublings: --doublings grows an EM budget from one clone per token with
 // one start; the flags it replaces, another trainer or more starts are one clean error.
 func TestSymbolicDoublings(t *testing.T) {

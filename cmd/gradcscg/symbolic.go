@@ -141,12 +141,24 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 1
+	n := 1 // the states trained first: the budget, or one clone per token
 	for _, c := range s.Clones(experiment.NewTokens(env)) {
 		n += c
 	}
+	if s.Doublings > 0 {
+		n = 1 + len(experiment.NewTokens(env).Classes)
+	}
 	if err := checkMemory(symbolicBytes(s, env, n), fmt.Sprintf("training %d states on %d × %d steps", n, s.Episodes, s.Steps)); err != nil {
 		return nil, err
+	}
+	if s.Doublings > 0 {
+		if ns := splitStatesThatFit(s, env, n); ns < experiment.MaxDoublingStates {
+			if !o.quiet {
+				fmt.Fprintf(stderr, "the budget may grow by splitting to %d states, not %d: more would not fit in this machine's memory\n",
+					ns, experiment.MaxDoublingStates)
+			}
+			s.MaxStates = ns
+		}
 	}
 	if g := growRoundsThatFit(s, env, n); g < s.GrowRounds {
 		if !o.quiet {
@@ -195,6 +207,17 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 func symbolicBytes(s experiment.Symbolic, env *gridworld.Env, n int) float64 {
 	steps := s.Episodes * s.Steps
 	return chmm.TrainBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
+}
+
+// splitStatesThatFit is the most states, experiment.MaxDoublingStates halved until it
+// fits in memory (but not below n, the states trained first), to which a budget grown
+// by splitting may grow.
+func splitStatesThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
+	ns := experiment.MaxDoublingStates
+	for ns > n && checkMemory(symbolicBytes(s, env, ns), "") != nil {
+		ns /= 2
+	}
+	return ns
 }
 
 // growRoundsThatFit is the most of s.GrowRounds doublings after which the map still

@@ -67,6 +67,9 @@ type Symbolic struct {
 	// DoublingIters) in full; the hard ones follow the last. The budget fields and
 	// GrowRounds are then unused. DefaultSymbolic's EM: DefaultDoublings.
 	Doublings int `json:"doublings,omitempty"`
+	// MaxStates bounds the states of a budget grown by splitting: the visited clones
+	// are not split when that would pass it (0: MaxDoublingStates, also the most).
+	MaxStates int `json:"max_states,omitempty"`
 }
 
 // DoublingIters is the soft EM iterations per training when the budget grows by
@@ -74,8 +77,8 @@ type Symbolic struct {
 // split sits where EM's first iterations barely move.
 const DoublingIters = 300
 
-// MaxDoublingStates bounds a budget grown by splitting: the visited clones are not
-// split when that would pass it (about 6 GB of training memory on 150,000 steps).
+// MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
+// 6 GB of training memory on 150,000 steps.
 const MaxDoublingStates = 2048
 
 // DefaultDoublings is DefaultSymbolic's Doublings for EM: enough splits for 2^16 places
@@ -215,6 +218,7 @@ func (s Symbolic) Validate() error {
 	add(s.Entropy >= 0 && !math.IsInf(s.Entropy, 0), "entropy=%g (need ≥ 0)", s.Entropy)
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
+	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
 		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)
@@ -432,8 +436,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			why = "the map fits its training walks"
 		case round == s.Doublings:
 			why = fmt.Sprintf("%d split(s) done", round)
-		case 2*kept+1 > MaxDoublingStates:
-			why = fmt.Sprintf("splitting would pass %d states", MaxDoublingStates)
+		case 2*kept+1 > s.maxStates():
+			why = fmt.Sprintf("splitting would pass %d states", s.maxStates())
 		}
 		if why != "" {
 			if progressOut != nil {
@@ -475,6 +479,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept)
 		}
 	}
+}
+
+// maxStates is s.MaxStates, or MaxDoublingStates.
+func (s Symbolic) maxStates() int {
+	if s.MaxStates > 0 {
+		return s.MaxStates
+	}
+	return MaxDoublingStates
 }
 
 // appendHistory appends h, which started at seconds at, to all.
