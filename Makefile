@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:parallelism=-1
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants verdict-study ablation ablation-mlp figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study verdict-study ablation ablation-mlp figures notebooks clean
 
 all: build
 
@@ -130,6 +130,11 @@ plan-variants: build
 # The label-free map verdict against the true maps: symbolic runs from too small to
 # generous budgets and data (results/verdict.md), and the pixel runs in runs/
 # (results/verdict_pixels.md; every finished run directory there).
+# The README's summaries of budgets grown by splitting, from the committed reports (seconds):
+# writes results/growth.md.
+growth-study:
+	GROWTH_STUDY_OUT=$(CURDIR)/results/growth.md $(GO) test -count=1 -run TestGrowthStudy ./pkg/experiment
+
 verdict-study: build
 	VERDICT_STUDY=all VERDICT_OUT=$(CURDIR)/results/verdict.md $(GO) test -count=1 -timeout 120m -run TestVerdictStudy ./pkg/experiment
 	DIAG_RUNS="$$(ls -d $(CURDIR)/runs/*/ | tr '\n' ',')" DIAG_OUT=$(CURDIR)/results/verdict_pixels.md $(GO) test -count=1 -timeout 120m -run TestDiagnoseStudy ./pkg/pipeline
