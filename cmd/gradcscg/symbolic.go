@@ -141,12 +141,13 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := 1 // the states trained first: the budget, or one clone per token
-	for _, c := range s.Clones(experiment.NewTokens(env)) {
-		n += c
-	}
-	if s.Doublings > 0 {
-		n = 1 + len(experiment.NewTokens(env).Classes)
+	tokens := experiment.NewTokens(env)
+	n := 1 + len(tokens.Classes) // the states trained first: one clone per token, or the budget
+	if s.Doublings == 0 {
+		n = 1
+		for _, c := range s.Clones(tokens) {
+			n += c
+		}
 	}
 	if err := checkMemory(symbolicBytes(s, env, n), fmt.Sprintf("training %d states on %d × %d steps", n, s.Episodes, s.Steps)); err != nil {
 		return nil, err

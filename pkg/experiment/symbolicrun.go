@@ -409,31 +409,33 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				kept++
 			}
 		}
-		why := ""
-		// A right map of a few hundred states keeps more than FitBits from the
-		// pseudocount; its hard phase, run on a copy, tells it (a probe).
+		// EM's hard phase, run on a copy after every training: the last training's
+		// hard phase, and a probe: a right map of a few hundred states keeps more than
+		// FitBits from the pseudocount, and its hard phase tells it.
 		var hm *chmm.Model // the copy after its hard phase (hh), run at seconds hAt
 		var hh *chmm.History
 		hAt, hardBits := 0.0, math.NaN()
-		if d.TrainBits > FitBits && s.Trainer == TrainerEM && s.ViterbiIters > 0 {
+		if s.Trainer == TrainerEM && s.ViterbiIters > 0 {
 			hAt = time.Since(t0).Seconds()
 			th := t
 			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
 			if hm, hh, _, err = TrainSymbolic(m.Clone(), train, th, progressOut); err != nil {
 				return nil, nil, nil, err
 			}
-			hd, err := chmm.Diagnose(hm, train, nil, 0)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
-			}
-			if hardBits = hd.TrainBits; hardBits <= FitBits {
-				why = fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
+			if d.TrainBits > FitBits {
+				hd, err := chmm.Diagnose(hm, train, nil, 0)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+				}
+				hardBits = hd.TrainBits
 			}
 		}
+		why := ""
 		switch {
-		case why != "":
 		case d.TrainBits <= FitBits:
 			why = "the map fits its training walks"
+		case hardBits <= FitBits:
+			why = fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
 		case round == s.Doublings:
 			why = fmt.Sprintf("%d split(s) done", round)
 		case 2*kept+1 > s.maxStates():
@@ -444,23 +446,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
 					round, d.TrainBits, d.UsedClones, d.Clones, why)
 			}
-			var hard *chmm.History
-			switch {
-			case hm != nil: // the probe was the hard phase
-				m, hard = hm, hh
-				appendHistory(all, hard, hAt)
-			case s.Trainer == TrainerEM && s.ViterbiIters > 0: // the hard phase, after the last training only
-				t.Iters, t.ViterbiIters = -1, s.ViterbiIters
-				at := time.Since(t0).Seconds()
-				if m, hard, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
-					return nil, nil, nil, err
-				}
-				appendHistory(all, hard, at)
+			if hm != nil { // the map is the copy after its hard phase
+				m = hm
+				appendHistory(all, hh, hAt)
 			}
 			rec := SymbolicTraining(m, train, 1, h)
 			rec.Doublings = round
-			if hard != nil {
-				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hard.LogLik), Stop: strings.TrimPrefix(hard.Stop, "no iterations; ")})
+			if hh != nil {
+				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: strings.TrimPrefix(hh.Stop, "no iterations; ")})
 			}
 			return m, all, rec, nil
 		}
