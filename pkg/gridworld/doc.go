@@ -31,8 +31,10 @@
 // same *rand.Rand state gives the same episode.
 //
 // An environment may declare Regions (cscg_stitched does): sets of places
-// walked in separate episodes. Inside a region walk, cells outside the region
-// act as walls; Next and Edges stay those of the whole environment.
+// walked in separate episodes. A region walk never draws an action that leads
+// out of the region (the original CSCG's forbidden moves), so a place walked
+// in two regions moves alike in both; Next and Edges stay those of the whole
+// environment.
 //
 // # Layout files
 //

@@ -171,10 +171,26 @@ func (e *Env) SetRegions(regions [][]int) error {
 			return fmt.Errorf("%s: region %d: place %d %s is unreachable from place %d inside the region",
 				e.source, r, g, e.where(g), reg[0])
 		}
+		for _, g := range reg {
+			if !e.canStayIn(g, in) {
+				return fmt.Errorf("%s: region %d: place %d %s has no action that stays in the region",
+					e.source, r, g, e.where(g))
+			}
+		}
 		out[r] = append([]int(nil), reg...)
 	}
 	e.Regions = out
 	return nil
+}
+
+// canStayIn reports whether some action at g leads to a place of in.
+func (e *Env) canStayIn(g int, in []bool) bool {
+	for a := range e.avail[g] {
+		if in[e.succ[g*e.numActions+a]] {
+			return true
+		}
+	}
+	return false
 }
 
 // where describes place g for messages: "at row r, col c" or "of node g".

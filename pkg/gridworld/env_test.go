@@ -417,6 +417,14 @@ func TestSetRegions(t *testing.T) {
 	if err := e.SetRegions(nil); err != nil || e.Regions != nil {
 		t.Error("SetRegions(nil) should clear")
 	}
+	// A one-node region of a graph: its only action leaves it.
+	g, err := ParseLayout("g.txt", strings.NewReader("graph\nclasses: 0 1\n0 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRegions([][]int{{0}}); err == nil || !strings.Contains(err.Error(), "region 0: place 0 of node 0 has no action that stays in the region") {
+		t.Errorf("SetRegions(one graph node) = %v", err)
+	}
 }
 
 // TestBiggerWorlds: the class counts the bigger worlds promise, and four_rooms falls

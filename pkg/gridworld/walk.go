@@ -29,8 +29,11 @@ func (e *Env) Walk(rng *rand.Rand, steps int) Episode {
 }
 
 // WalkRegion is Walk restricted to e.Regions[region]: the start is uniform
-// over the region's places, and a move to a place outside the region leaves
-// the agent where it is. It panics when region is not a valid index.
+// over the region's places, and each action is uniform over the actions of
+// the current place that do not lead out of the region (as the original
+// CSCG's no_left/no_right/no_up/no_down lists do): a move out of the region
+// is never taken, so a place walked in two regions moves alike in both. It
+// panics when region is not a valid index.
 func (e *Env) WalkRegion(rng *rand.Rand, steps, region int) Episode {
 	if region < 0 || region >= len(e.Regions) {
 		panic(fmt.Sprintf("gridworld: %s has %d regions, no region %d", e.Name, len(e.Regions), region))
@@ -75,19 +78,27 @@ func (e *Env) walk(rng *rand.Rand, steps int, starts []int, in []bool) Episode {
 		g = rng.IntN(e.NumPlaces())
 	}
 	A := e.numActions
+	var ok []int // actions available in the region
 	for t := range steps {
 		ep.Places[t] = g
 		ep.Obs[t] = e.Class[g]
 		if t == steps-1 {
 			break
 		}
-		a := rng.IntN(e.avail[g])
-		h := e.succ[g*A+a]
-		if in != nil && !in[h] {
-			h = g
+		var a int
+		if in == nil {
+			a = rng.IntN(e.avail[g])
+		} else { // uniform over the actions that stay in the region
+			ok = ok[:0]
+			for b := range e.avail[g] {
+				if in[e.succ[g*A+b]] {
+					ok = append(ok, b)
+				}
+			}
+			a = ok[rng.IntN(len(ok))]
 		}
 		ep.Actions[t] = a
-		g = h
+		g = e.succ[g*A+a]
 	}
 	return ep
 }

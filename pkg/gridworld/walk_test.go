@@ -25,7 +25,7 @@ func checkDynamics(t *testing.T, e *Env, ep Episode, in map[int]bool) {
 		}
 		want := e.Next(g, ep.Actions[i])
 		if in != nil && !in[want] {
-			want = g
+			t.Fatalf("t=%d: action %d at place %d leaves the region", i, ep.Actions[i], g)
 		}
 		if ep.Places[i+1] != want {
 			t.Fatalf("t=%d: %d -a=%d-> %d, want %d", i, g, ep.Actions[i], ep.Places[i+1], want)
@@ -130,6 +130,47 @@ func TestWalkRegion(t *testing.T) {
 		}
 		if len(seen) != 48 {
 			t.Errorf("episode %d visits %d places of region %d, want 48", i, len(seen), r)
+		}
+		// Each action is uniform over those that stay in the region: at a
+		// place with k of them, each is drawn about 1/k of the time, and
+		// the others never.
+		drawn := map[int]*[4]int{}
+		for t2, a := range ep.Actions {
+			g := ep.Places[t2]
+			if drawn[g] == nil {
+				drawn[g] = new([4]int)
+			}
+			drawn[g][a]++
+		}
+		for g, n := range drawn {
+			var k, total int
+			for a := range 4 {
+				if in[e.Next(g, a)] {
+					k++
+				}
+				total += n[a]
+			}
+			for a := range 4 {
+				want := 0.0
+				if in[e.Next(g, a)] {
+					want = 1 / float64(k)
+				}
+				if got := float64(n[a]) / float64(total); math.Abs(got-want) > 6*math.Sqrt(0.25/float64(total))+1e-12 {
+					t.Errorf("episode %d, place %d: action %d drawn %.3f of %d times, want %.3f", i, g, a, got, total, want)
+				}
+			}
+		}
+	}
+	// The overlap moves alike in both rooms: every (place, action) step seen
+	// in both regions' episodes leads to the same place (it is Next's).
+	union := map[[2]int]int{}
+	for _, ep := range eps {
+		for t2, a := range ep.Actions {
+			key := [2]int{ep.Places[t2], a}
+			if h, ok := union[key]; ok && h != ep.Places[t2+1] {
+				t.Fatalf("place %d, action %d leads to %d and to %d", key[0], a, h, ep.Places[t2+1])
+			}
+			union[key] = ep.Places[t2+1]
 		}
 	}
 	defer func() {
