@@ -101,6 +101,15 @@ func TestTrainSymbolicEMProgress(t *testing.T) {
 	if soft == 0 || hard == 0 {
 		t.Errorf("%d soft-phase and %d hard-phase lines:\n%s", soft, hard, out.String())
 	}
+	// The hard phase alone (as after each budget round) ends on its own stop.
+	out.Reset()
+	tr.Iters = -1
+	if _, _, _, err := TrainSymbolic(SymbolicInit(clones, env.NumActions(), 1, InitUniform), train, tr, &out); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "no iterations") || !strings.Contains(s, "viterbi") {
+		t.Errorf("hard phase alone:\n%s", s)
+	}
 }
 
 // TestTrainSymbolicGradientInPlace: the gradient trainer trains the given model, and
@@ -388,5 +397,29 @@ func TestDoublingsHardProbe(t *testing.T) {
 		len(h.LogLik) != 2*(s.Iters+1)+rec.Runs[1].Iterations || h.Phase[len(h.Phase)-1] != "viterbi" {
 		t.Errorf("1 split: %d splits, runs %+v, %d history entries (want 2 × %d + the hard phase's)", rec.Doublings, rec.Runs,
 			len(h.LogLik), s.Iters+1)
+	}
+}
+
+// TestKeepVisited: which clones a budget round keeps, by hand. Token 0 has
+// clones visited 0, 500, 4, 496 times (1,000 in all); token 1 has 0 and 0.
+func TestKeepVisited(t *testing.T) {
+	m := chmm.New([]int{4, 2}, 1, nil)
+	visits := []int{0, 500, 4, 496, 0, 0, 0} // the separator last
+	for _, tc := range []struct {
+		share float64
+		want  []bool
+		kept  int
+	}{
+		// EM: any visit; token 1 keeps its first clone (no visits at all).
+		{0, []bool{false, true, true, true, true, false, true}, 4},
+		// The gradient trainer: at least 1% of the token's visits (10): 4 is not.
+		{chmm.UsedShare, []bool{false, true, false, true, true, false, true}, 3},
+		// A share no clone reaches: each token keeps its most visited clone.
+		{0.9, []bool{false, true, false, false, true, false, true}, 2},
+	} {
+		keep, kept := keepVisited(m, visits, tc.share)
+		if !slices.Equal(keep, tc.want) || kept != tc.kept {
+			t.Errorf("share %g: keep %v (%d), want %v (%d)", tc.share, keep, kept, tc.want, tc.kept)
+		}
 	}
 }
