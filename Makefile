@@ -59,8 +59,8 @@ bench:
 data: build
 	$(BIN) data
 
-# Section 5.1: 7 environments, symbolic, EM x seeds 1-3 (its budget grown by splitting) and
-# gradient x seeds 1-10; writes results/symbolic.md (the second command's table covers both).
+# Section 5.1: 7 environments, symbolic, EM x seeds 1-3 and gradient x seeds 1-10, each budget
+# grown by splitting; writes results/symbolic.md (the second command's table covers both).
 reproduce-symbolic: build
 	$(BIN) reproduce --suite symbolic --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite symbolic --trainers gradient --seeds 10 --out results

@@ -96,7 +96,7 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Env != "aliased" || rep.Trainer != "gradient" || rep.NumStates != 21 {
+	if rep.Env != "aliased" || rep.Trainer != "gradient" || rep.NumStates != 17 { // grown by splitting: a clone per place and the sink
 		t.Errorf("report identity: env %q trainer %q N %d", rep.Env, rep.Trainer, rep.NumStates)
 	}
 	if rep.ViterbiMap.Recall < 0.99 {
@@ -323,16 +323,18 @@ func TestSplitStatesThatFit(t *testing.T) {
 	}
 }
 
-// TestSymbolicDoublings: --doublings grows an EM budget from one clone per token with
-// one start; the flags it replaces, another trainer or more starts are one clean error.
+// TestSymbolicDoublings: --doublings grows a budget from one clone per token with one
+// start, by default for both trainers; the flags it replaces or more starts given with
+// it are one clean error.
 func TestSymbolicDoublings(t *testing.T) {
 	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: 6}
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
 		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
 	}
-	// EM's default grows by splitting; a budget, growth rounds, starts or --doublings 0
-	// given train the budget instead.
+	// Both trainers' defaults grow by splitting; a budget, growth rounds, starts or
+	// --doublings 0 given train the budget instead, from EM's 3 starts or the gradient
+	// trainer's up to 5 (fixed: -1).
 	for _, c := range []struct {
 		name                           string
 		set                            func(*symbolicOptions)
@@ -340,23 +342,26 @@ func TestSymbolicDoublings(t *testing.T) {
 	}{
 		{"defaults", func(o *symbolicOptions) {}, 16, 1, 0},
 		{"--restarts 1", func(o *symbolicOptions) { o.restarts = 1 }, 16, 1, 0},
-		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }, 0, 3, 3},
-		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0, 3, 0},
-		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0, 3, 0},
-		{"--grow 2", func(o *symbolicOptions) { o.grow = 2 }, 0, 3, 2},
+		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }, 0, -1, 3},
+		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0, -1, 0},
+		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0, -1, 0},
+		{"--grow 2", func(o *symbolicOptions) { o.grow = 2 }, 0, -1, 2},
 		{"--restarts 4", func(o *symbolicOptions) { o.restarts = 4 }, 0, 4, 3},
 	} {
-		o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
-		c.set(&o)
-		s, _, err := symbolicConfig(o)
-		if err != nil || s.Doublings != c.doublings || s.Restarts != c.restarts || s.GrowRounds != c.growRound || s.Validate() != nil {
-			t.Errorf("em %s: Doublings %d, Restarts %d, GrowRounds %d (want %d, %d, %d), err %v, Validate %v", c.name,
-				s.Doublings, s.Restarts, s.GrowRounds, c.doublings, c.restarts, c.growRound, err, s.Validate())
+		for _, tr := range []string{"em", "gradient"} {
+			o := symbolicOptions{env: "aliased", trainer: tr, seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+			c.set(&o)
+			want := c.restarts
+			if want < 0 {
+				want = map[string]int{"em": 3, "gradient": 5}[tr]
+			}
+			s, _, err := symbolicConfig(o)
+			if err != nil || s.Doublings != c.doublings || s.Restarts != want || s.GrowRounds != c.growRound || s.Validate() != nil ||
+				s.UntilFit != (tr == "gradient" && c.doublings == 0) {
+				t.Errorf("%s %s: Doublings %d, Restarts %d, GrowRounds %d, UntilFit %v (want %d, %d, %d), err %v, Validate %v", tr, c.name,
+					s.Doublings, s.Restarts, s.GrowRounds, s.UntilFit, c.doublings, want, c.growRound, err, s.Validate())
+			}
 		}
-	}
-	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
-	if s, _, err := symbolicConfig(o); err != nil || s.Doublings != 0 || s.GrowRounds != 3 || s.Restarts != 5 {
-		t.Errorf("gradient defaults: Doublings %d, GrowRounds %d, Restarts %d, err %v", s.Doublings, s.GrowRounds, s.Restarts, err)
 	}
 	for _, c := range []struct{ args []string }{
 		{[]string{"--trainer", "em", "--restarts", "3"}},

@@ -32,7 +32,7 @@ func runReproduce(args []string) error {
 	force := fset.Bool("force", false, "re-run runs whose report already exists")
 	quiet := fset.Bool("quiet", false, "no per-run progress output")
 	collect := fset.Bool("collect", false, "train nothing: tabulate the reports that exist")
-	restarts := fset.Int("restarts", 0, "symbolic suites, EM: train the environment's reference budget from this many starts and keep the best training likelihood (0: grow each map's budget by splitting from one clone per token, one start)")
+	restarts := fset.Int("restarts", 0, "symbolic suites: train the environment's reference budget from this many starts, EM keeping the best training likelihood, the gradient trainer stopping at the first that fits (0: grow each map's budget by splitting from one clone per token, one start)")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}

@@ -54,10 +54,10 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
 	fs.Float64Var(&o.pseudocount, "pseudocount", -1, "EM trainer: pseudocount added to transition counts (<0: environment default)")
-	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: EM 1 while its budget grows by splitting, 3 with a budget given; gradient up to 5). More than 1 gives EM the reference budget (see --doublings)")
+	fs.IntVar(&o.restarts, "restarts", 0, "initialisations tried: EM keeps the one with the highest training likelihood; the gradient trainer stops at the first whose map predicts its training walks (at most 0.005 bits/step), else keeps the best (0: 1 while the budget grows by splitting; with a budget given, EM 3, gradient up to 5). More than 1 trains the reference budget (see --doublings)")
 	fs.Float64Var(&o.entropy, "entropy", 0, "gradient trainer: transition-entropy weight η (paper 3.6)")
 	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
-	fs.IntVar(&o.doublings, "doublings", -1, "grow the budget by splitting: start from one clone per token and, while the map cannot predict its own training walks (for EM, before or after a hard phase run on a copy), keep the clones its training paths visit, split each in two and train on, at most this many times (one start; -1: EM 16, or 0 when --clones, --clones-for, --grow or --restarts >1 is given; gradient 0; 0: the reference budget, for EM the best of 3 starts, which may double as --grow says)")
+	fs.IntVar(&o.doublings, "doublings", -1, "grow the budget by splitting: start from one clone per token and, while the map cannot predict its own training walks (for EM, before or after a hard phase run on a copy), keep the clones its training paths visit, split each in two and train on, at most this many times (one start; -1: 16, or 0 when --clones, --clones-for, --grow or --restarts >1 is given; 0: the reference budget, which may double as --grow says, from 3 starts for EM, up to 5 for the gradient trainer)")
 	fs.IntVar(&o.viterbiIters, "viterbi-iters", -1, "EM trainer: hard (Viterbi) iterations after Baum–Welch, as the original CSCG refines its maps; they leave exact zeros, so a map can lose its way on walks that cross where its training walks did not (-1: 100; 0: none)")
 	fs.StringVar(&o.init, "init", "uniform", "initial transitions: uniform (near-uniform, the reference's) or random (the original CSCG's U(0, 1))")
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
@@ -235,7 +235,7 @@ func growRoundsThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
 // symbolicConfig is the experiment of the flags: the environment's reference settings
 // (experiment.DefaultSymbolic), then every flag given. A budget given (--clones,
 // --clones-for) is kept as it is, unless --grow says otherwise; with it (or --grow,
-// --restarts >1, --doublings 0) EM trains that budget instead of growing one by splitting.
+// --restarts >1, --doublings 0) that budget is trained instead of one grown by splitting.
 func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, error) {
 	env, err := loadEnv(o.env, o.layout)
 	if err != nil {
@@ -247,7 +247,7 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	}
 	s.Seed, s.Init = o.seed, o.init
 	if o.doublings == 0 || o.doublings < 0 && (o.restarts > 1 || o.clones > 0 || o.clonesPerToken != "" || o.grow >= 0) {
-		s = s.FixedBudget(o.restarts) // EM: a budget of its own, not grown by splitting
+		s = s.FixedBudget(o.restarts) // a budget of its own, not grown by splitting
 	}
 	if o.restarts > 0 {
 		s.Restarts = o.restarts

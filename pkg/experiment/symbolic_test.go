@@ -195,34 +195,46 @@ func TestRunSymbolicGrow(t *testing.T) {
 	}
 }
 
-// TestDefaultSymbolicGrows: the default experiment sizes its budget: the gradient
-// trainer's may double (DefaultGrowRounds), EM's grows by splitting from one clone per
-// token (DefaultDoublings, one start), and FixedBudget gives EM the reference budget,
-// 3 starts and the doublings back; the smaller sizes, made for speed, do neither.
+// TestDefaultSymbolicGrows: the default experiment sizes its budget: both trainers
+// grow it by splitting from one clone per token (DefaultDoublings, one start), and
+// FixedBudget gives them the reference budget and the doublings back, with EM's 3
+// starts (the best training likelihood) or the gradient trainer's up to 5 (until one
+// fits); the smaller sizes, made for speed, do neither.
 func TestDefaultSymbolicGrows(t *testing.T) {
 	_, g := aliasedSymbolic(t, TrainerGradient)
-	if g.GrowRounds != DefaultGrowRounds || DefaultGrowRounds < 1 || g.Doublings != 0 || g.FixedBudget(0).GrowRounds != DefaultGrowRounds {
-		t.Errorf("gradient: GrowRounds %d, Doublings %d, want DefaultGrowRounds = %d ≥ 1 and 0", g.GrowRounds, g.Doublings, DefaultGrowRounds)
-	}
 	_, e := aliasedSymbolic(t, TrainerEM)
-	if e.Doublings != DefaultDoublings || e.Restarts != 1 || e.GrowRounds != 0 {
-		t.Errorf("em: Doublings %d, Restarts %d, GrowRounds %d, want %d, 1, 0", e.Doublings, e.Restarts, e.GrowRounds, DefaultDoublings)
+	var fixed []Symbolic
+	for _, c := range []struct {
+		s        Symbolic
+		restarts int
+		untilFit bool
+	}{{g, DefaultGradientRestarts, true}, {e, DefaultEMRestarts, false}} {
+		s := c.s
+		if s.Doublings != DefaultDoublings || s.Restarts != 1 || s.GrowRounds != 0 || s.UntilFit {
+			t.Errorf("%s: Doublings %d, Restarts %d, GrowRounds %d, UntilFit %v, want %d, 1, 0, false", s.Trainer,
+				s.Doublings, s.Restarts, s.GrowRounds, s.UntilFit, DefaultDoublings)
+		}
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s defaults: %v", s.Trainer, err)
+		}
+		f := s.FixedBudget(0)
+		if f.Doublings != 0 || f.Restarts != c.restarts || f.UntilFit != c.untilFit || f.GrowRounds != DefaultGrowRounds || f.ClonesPerClass != s.ClonesPerClass {
+			t.Errorf("%s FixedBudget(0): Doublings %d, Restarts %d, UntilFit %v, GrowRounds %d, want 0, %d, %v, %d", s.Trainer,
+				f.Doublings, f.Restarts, f.UntilFit, f.GrowRounds, c.restarts, c.untilFit, DefaultGrowRounds)
+		}
+		if err := f.Validate(); err != nil {
+			t.Errorf("%s FixedBudget(0): %v", s.Trainer, err)
+		}
+		if r := s.FixedBudget(4).Restarts; r != 4 {
+			t.Errorf("%s FixedBudget(4): %d starts", s.Trainer, r)
+		}
+		if f.FixedBudget(7).Restarts != f.Restarts {
+			t.Errorf("%s: FixedBudget of a fixed budget changed it", s.Trainer)
+		}
+		fixed = append(fixed, f)
 	}
-	if err := e.Validate(); err != nil {
-		t.Errorf("em defaults: %v", err)
-	}
-	f := e.FixedBudget(0)
-	if f.Doublings != 0 || f.Restarts != DefaultEMRestarts || f.GrowRounds != DefaultGrowRounds || f.ClonesPerClass != e.ClonesPerClass {
-		t.Errorf("em FixedBudget(0): Doublings %d, Restarts %d, GrowRounds %d, want 0, %d, %d", f.Doublings, f.Restarts, f.GrowRounds,
-			DefaultEMRestarts, DefaultGrowRounds)
-	}
-	if err := f.Validate(); err != nil {
-		t.Errorf("em FixedBudget(0): %v", err)
-	}
-	if r := e.FixedBudget(5).Restarts; r != 5 {
-		t.Errorf("em FixedBudget(5): %d starts", r)
-	}
-	for _, s := range []Symbolic{g, e, f} {
+	f := fixed[1]
+	for _, s := range []Symbolic{g, e, fixed[0], f} {
 		for _, z := range []Size{SizeCI, SizeSmoke} {
 			if zs := z.Symbolic(s); zs.GrowRounds != 0 || zs.Doublings != 0 || zs.Validate() != nil {
 				t.Errorf("%s at size %s: GrowRounds %d, Doublings %d (want 0, 0), Validate %v", s.Trainer, z, zs.GrowRounds, zs.Doublings, zs.Validate())
@@ -237,6 +249,7 @@ func TestDefaultSymbolicGrows(t *testing.T) {
 // report says so.
 func TestGradientGrowsInPlace(t *testing.T) {
 	_, s := aliasedSymbolic(t, TrainerGradient)
+	s = s.FixedBudget(0)
 	s.Episodes, s.Steps, s.EvalSteps, s.ClonesPerClass = 2, 3000, 2000, 1
 	run, err := RunSymbolic(s, nil, nil)
 	if err != nil {

@@ -58,14 +58,15 @@ type Symbolic struct {
 	// budgets are doubled and the map is trained again from its start, at most
 	// GrowRounds times. The budget above is then the starting one. 0: a fixed budget.
 	GrowRounds int `json:"grow_rounds,omitempty"`
-	// Doublings > 0 sizes the budget by splitting instead (EM only, one start): training
-	// starts from one clone per token; after each training the clones the training
-	// walks' Viterbi paths never visit are dropped and every other is split in two
-	// (chmm.SplitAll), and soft EM goes on from there, until the map predicts its
-	// training walks (FitBits), before or after ViterbiIters hard iterations run on a
-	// copy, or Doublings times. Every training runs Iters soft iterations (0:
-	// DoublingIters) in full; the hard ones follow the last. The budget fields and
-	// GrowRounds are then unused. DefaultSymbolic's EM: DefaultDoublings.
+	// Doublings > 0 sizes the budget by splitting instead (one start): training starts
+	// from one clone per token; after each training the clones the training walks'
+	// Viterbi paths do not use are dropped (keepVisited) and every other is split in
+	// two (chmm.SplitAll), and training goes on from there, until the map predicts its
+	// training walks (FitBits; for EM, before or after ViterbiIters hard iterations run
+	// on a copy), or Doublings times. EM's trainings run Iters soft iterations (0:
+	// DoublingIters) in full, and the hard ones follow the last; the gradient trainer's
+	// stop on a plateau as usual. The budget fields and GrowRounds are then unused.
+	// DefaultSymbolic: DefaultDoublings.
 	Doublings int `json:"doublings,omitempty"`
 	// MaxStates bounds the states of a budget grown by splitting: the visited clones
 	// are not split when that would pass it (0: MaxDoublingStates, also the most).
@@ -81,25 +82,22 @@ const DoublingIters = 300
 // 6 GB of training memory on 150,000 steps.
 const MaxDoublingStates = 2048
 
-// DefaultDoublings is DefaultSymbolic's Doublings for EM: enough splits for 2^16 places
-// per token, so MaxDoublingStates or the fit is what stops.
+// DefaultDoublings is DefaultSymbolic's Doublings: enough splits for 2^16 places per
+// token, so MaxDoublingStates or the fit is what stops.
 const DefaultDoublings = 16
 
-// DefaultGrowRounds is DefaultSymbolic's GrowRounds for the gradient trainer (and
-// FixedBudget's for EM): a budget that binds may double three times, to 8× the
-// reference one (a custom room's 10 clones per class to 80).
+// DefaultGrowRounds is FixedBudget's GrowRounds: a budget that binds may double
+// three times, to 8× the reference one (a custom room's 10 clones per class to 80).
 // A map that fits its training walks, or whose tokens leave clones unused, is
 // trained once, as with a fixed budget.
 const DefaultGrowRounds = 3
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
-// a held-out walk as long as a training walk, the trainer's iterations, seed 1. EM
-// grows its budget by splitting from one clone per token (DefaultDoublings, one
-// start); the gradient trainer takes the reference budget, which may double
-// (DefaultGrowRounds), and up to 5 starts, stopping at the first that fits its
-// training walks (UntilFit). FixedBudget gives EM the reference budget instead. A
-// custom environment keeps its layout.
+// a held-out walk as long as a training walk, the trainer's iterations, seed 1. Both
+// trainers grow the budget by splitting from one clone per token (DefaultDoublings,
+// one start); FixedBudget gives them the reference budget instead. A custom
+// environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	if trainer != TrainerGradient && trainer != TrainerEM {
 		return Symbolic{}, &FieldError{Field: "Trainer", Value: fmt.Sprintf("%q", trainer), Need: fmt.Sprintf("want %q or %q", TrainerGradient, TrainerEM)}
@@ -116,11 +114,7 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	s := Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: 5, UntilFit: true, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters,
-		GrowRounds: DefaultGrowRounds}
-	if trainer == TrainerEM {
-		s.Restarts, s.UntilFit, s.GrowRounds, s.Doublings = 1, false, 0, DefaultDoublings
-	}
+		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings}
 	return s, nil
 }
 
@@ -128,18 +122,28 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 // training likelihood of 3 is kept.
 const DefaultEMRestarts = 3
 
+// DefaultGradientRestarts is the gradient trainer's starts with a fixed budget
+// (FixedBudget): at most 5, stopping at the first whose map fits (UntilFit).
+const DefaultGradientRestarts = 5
+
 // FixedBudget returns s training its budget fields (ClonesPerClass, ClonesByClass)
-// instead of growing one by splitting: EM with restarts starts (0: DefaultEMRestarts),
-// whose budget may double (DefaultGrowRounds) where it binds. s is returned unchanged
-// unless it grows by splitting.
+// instead of growing one by splitting, with restarts starts (0: DefaultEMRestarts for
+// EM, which keeps the best training likelihood; DefaultGradientRestarts for the
+// gradient trainer, which stops at the first that fits), and a budget that may double
+// (DefaultGrowRounds) where it binds. s is returned unchanged unless it grows by
+// splitting.
 func (s Symbolic) FixedBudget(restarts int) Symbolic {
 	if s.Doublings == 0 {
 		return s
 	}
 	if restarts <= 0 {
 		restarts = DefaultEMRestarts
+		if s.Trainer == TrainerGradient {
+			restarts = DefaultGradientRestarts
+		}
 	}
 	s.Doublings, s.Restarts, s.GrowRounds = 0, restarts, DefaultGrowRounds
+	s.UntilFit = s.Trainer == TrainerGradient
 	return s
 }
 

@@ -36,7 +36,7 @@ type SymbolicSuite struct {
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
 	Trainers []string  // "gradient", "em" (nil: both)
 	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // EM: 0 grows each budget by splitting (DefaultSymbolic); N ≥ 1 trains the reference budget from N starts (Symbolic.FixedBudget). Gradient runs take DefaultSymbolic's (up to 5, until one fits)
+	Restarts int       // 0 grows each budget by splitting (DefaultSymbolic); N ≥ 1 trains the reference budget from N starts (Symbolic.FixedBudget)
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists
@@ -152,7 +152,7 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.W
 		return nil, err
 	}
 	s.Seed, s.Init = uint64(seed), InitUniform
-	if trainer == TrainerEM && restarts > 0 {
+	if restarts > 0 {
 		s = s.FixedBudget(restarts)
 	}
 	run, err := RunSymbolic(s, nil, progress)
