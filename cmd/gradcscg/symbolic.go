@@ -49,7 +49,7 @@ func runSymbolic(args []string) error {
 	fs.IntVar(&o.episodes, "episodes", 0, "training episodes (0: the environment's reference count)")
 	fs.IntVar(&o.steps, "steps", 0, "steps per training episode (0: the reference length)")
 	fs.IntVar(&o.evalSteps, "eval-steps", 0, "steps of the held-out evaluation episode (0: same as --steps)")
-	fs.IntVar(&o.clones, "clones", 0, "clones per token (0: the environment's reference budget)")
+	fs.IntVar(&o.clones, "clones", 0, "clones per token, a budget trained as given (0: none; the budget grows by splitting, or is the environment's reference budget with --doublings 0)")
 	fs.StringVar(&o.clonesPerToken, "clones-for", "", "per-class clone budgets overriding --clones, e.g. \"0=20\" (class=clones,...)")
 	fs.IntVar(&o.iters, "iters", 0, "maximum training iterations (0: trainer default)")
 	fs.Float64Var(&o.lr, "lr", 0, "gradient trainer: Adam learning rate on the logits (0: default)")
