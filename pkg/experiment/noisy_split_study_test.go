@@ -21,7 +21,8 @@ import (
 // end given its start, and the map scored on the (clean) held-out walk; then the
 // visited clones are split (keepVisited, chmm.SplitAll). README, "Bigger worlds":
 //
-//	NOISY_SPLIT_ENV=tiled go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
+//	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
+//	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
 func TestNoisySplitStudy(t *testing.T) {
 	name := os.Getenv("NOISY_SPLIT_ENV")
 	if name == "" {
