@@ -375,6 +375,15 @@ func TestSymbolicDoublings(t *testing.T) {
 		}
 		oneCleanError(t, errOut, "--doublings 3:")
 	}
+	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1, tol: 1e-5}
+	if s, _, err := symbolicConfig(o); err != nil || s.Tol != 1e-5 {
+		t.Errorf("--tol 1e-5: Tol %g, err %v", s.Tol, err)
+	}
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--tol", "2"); code == 0 {
+		t.Error("--tol 2 accepted")
+	} else {
+		oneCleanError(t, errOut, "--tol")
+	}
 	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--doublings", "17")
 	if code == 0 {
 		t.Fatal("--doublings 17 accepted")

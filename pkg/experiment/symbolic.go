@@ -91,9 +91,10 @@ type Training struct {
 	// Full makes EM's soft phase run all Iters iterations (it stops only if ℓ/T falls
 	// by a nat): a model just split sits where EM's first iterations barely move.
 	Full bool
-	// Gradient: Adam's learning rate and the transition-entropy weight η (paper
-	// Sec. 3.6; 0: none).
-	LR, Entropy float64
+	// Gradient: Adam's learning rate, the transition-entropy weight η (paper
+	// Sec. 3.6; 0: none) and the least gain in ℓ/T that counts as progress (0: the
+	// trainer's default).
+	LR, Entropy, Tol float64
 	// EM: the pseudocount (0: none), the hard (Viterbi) iterations after Baum–Welch
 	// (0: none) and the initialisations tried, the one with the highest training
 	// likelihood kept (0 or 1: the given model only). Restart r > 0 starts from
@@ -134,6 +135,9 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		}
 		if t.LR > 0 {
 			gc.LR = t.LR
+		}
+		if t.Tol > 0 {
+			gc.Tol = t.Tol
 		}
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			gc.Seed = t.Seed + uint64(r)<<32

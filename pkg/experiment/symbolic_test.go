@@ -436,3 +436,39 @@ func TestKeepVisited(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainSymbolicGradientTol: Training.Tol is the gradient trainer's least gain
+// that counts as progress: with 0.5 nats per step no iteration counts, so it runs
+// its patience and splitting rounds and stops (at most (5+1)·100 + 1 iterations),
+// far sooner than its default on the same start, which fits. Validate takes 0..1.
+func TestTrainSymbolicGradientTol(t *testing.T) {
+	env, tok, train := threeRooms(t)
+	clones := make([]int, len(tok.Classes))
+	for k := range clones {
+		clones[k] = 3
+	}
+	iters := func(tol float64) int {
+		m := SymbolicInit(clones, env.NumActions(), 1, InitUniform)
+		_, h, _, err := TrainSymbolic(m, train, Training{Trainer: TrainerGradient, Seed: 1, Tol: tol}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(h.LogLik)
+	}
+	def, coarse := iters(0), iters(0.5)
+	t.Logf("iterations: default %d, Tol 0.5 %d", def, coarse)
+	if coarse > 601 || coarse >= def {
+		t.Errorf("iterations: Tol 0.5 ran %d, the default %d; want at most 601 and fewer", coarse, def)
+	}
+	_, s := aliasedSymbolic(t, TrainerGradient)
+	for _, tol := range []float64{-1e-5, 2} {
+		s.Tol = tol
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tol=") {
+			t.Errorf("tol %g: Validate = %v", tol, err)
+		}
+	}
+	s.Tol = 1e-5
+	if err := s.Validate(); err != nil || s.Training().Tol != 1e-5 {
+		t.Errorf("tol 1e-5: Validate = %v, Training().Tol = %g", err, s.Training().Tol)
+	}
+}

@@ -52,6 +52,11 @@ type Symbolic struct {
 	// transition-entropy weight η (paper Sec. 3.6; 0: none).
 	LR      float64 `json:"lr,omitempty"`
 	Entropy float64 `json:"entropy,omitempty"`
+	// Tol is the gradient trainer's least gain in ℓ/T (nats per step) that counts as
+	// progress within its patience (0: chmm.DefaultGradConfig's 1e-4). At the small
+	// losses of a big map grown by splitting, 1e-4 ends each training early: tiled
+	// stalls near 0.01 bits per step with it and fits with 1e-5.
+	Tol float64 `json:"tol,omitempty"`
 	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
 	// predict its own training walks (more than FitBits bits per step) and some
 	// tokens use every clone they have (chmm.Diagnosis.FullTokens), those tokens'
@@ -220,6 +225,7 @@ func (s Symbolic) Validate() error {
 	add(s.Init == "" || s.Init == InitUniform || s.Init == InitRandom, "init=%q (want %q or %q)", s.Init, InitUniform, InitRandom)
 	add(s.LR >= 0 && !math.IsInf(s.LR, 0), "lr=%g (need ≥ 0)", s.LR)
 	add(s.Entropy >= 0 && !math.IsInf(s.Entropy, 0), "entropy=%g (need ≥ 0)", s.Entropy)
+	add(s.Tol >= 0 && s.Tol <= 1, "tol=%g (need 0 ≤ tol ≤ 1)", s.Tol)
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
 	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
@@ -250,7 +256,7 @@ func (s Symbolic) Validate() error {
 
 // Training is how s trains (TrainSymbolic).
 func (s Symbolic) Training() Training {
-	return Training{Trainer: s.Trainer, Seed: s.Seed, Iters: s.Iters, LR: s.LR, Entropy: s.Entropy,
+	return Training{Trainer: s.Trainer, Seed: s.Seed, Iters: s.Iters, LR: s.LR, Entropy: s.Entropy, Tol: s.Tol,
 		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, UntilFit: s.UntilFit, Init: s.Init}
 }
 
