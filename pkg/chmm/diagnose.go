@@ -31,6 +31,9 @@ type Diagnosis struct {
 	// UsedClones of Clones (Σ_k C_k) are used by the training paths, in that sense.
 	UsedClones int `json:"used_clones"`
 	Clones     int `json:"clones"`
+	// Visits are, per state, the steps the training walks' Viterbi paths spend in it
+	// (ViterbiVisits; not stored).
+	Visits []int `json:"-"`
 	// Steps are the training steps.
 	Steps int `json:"steps"`
 	// Verdict is Judge's (set by the caller).
@@ -113,6 +116,7 @@ func Diagnose(m *Model, train, heldOut []Sequence, workers int) (*Diagnosis, err
 	if moves > 0 {
 		d.Determinism = float64(detMoves) / float64(moves)
 	}
+	d.Visits = visits
 	first := 0
 	for k, c := range m.Clones {
 		tok := 0

@@ -52,6 +52,10 @@ func TestDiagnose(t *testing.T) {
 	if !slices.Equal(d.FullTokens, []int{0, 1}) || d.UsedClones != 2 || d.Clones != 2 {
 		t.Errorf("full tokens %v, used %d of %d; want [0 1], 2 of 2", d.FullTokens, d.UsedClones, d.Clones)
 	}
+	// The path 0 1 0 1 0 (the sink last): 3 steps in state 0, 2 in state 1.
+	if !slices.Equal(d.Visits, []int{3, 2, 0}) {
+		t.Errorf("visits %v, want [3 2 0]", d.Visits)
+	}
 	// A held-out step the map forbids: 1 -a1-> 1.
 	d, err = Diagnose(m, train, []Sequence{{Obs: []int{1, 1}, Actions: []int{1}}}, 1)
 	if err != nil || !d.HeldOutZero {

@@ -243,12 +243,12 @@ func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.T
 		score /= fsteps
 		h.add("viterbi", it, score, time.Since(start).Seconds(), math.NaN())
 		if it > 0 && score <= prev {
-			h.Stop += "; viterbi converged"
+			h.addStop("viterbi converged")
 			rep.report(it, score, true)
 			return nil
 		}
 		if it == cfg.ViterbiIters {
-			h.Stop += "; viterbi max iterations"
+			h.addStop("viterbi max iterations")
 			rep.report(it, score, true)
 			return nil
 		}
@@ -267,4 +267,14 @@ func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.T
 // emFreeOcc is the occupancy below which EM treats a clone as free: the
 // pseudocount leaks a little mass to every clone, so "unused" means fewer
 // than 0.1% of the steps (at least one visit).
+// addStop appends why a phase stopped to h.Stop, replacing "no iterations" when the
+// soft phase was skipped (the hard phase alone).
+func (h *History) addStop(why string) {
+	if h.Stop == "no iterations" {
+		h.Stop = why
+		return
+	}
+	h.Stop += "; " + why
+}
+
 func emFreeOcc(steps float64) float64 { return max(1, 1e-3*steps) }

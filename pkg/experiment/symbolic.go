@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
@@ -175,8 +174,8 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 				b.Update(p.Iter, "%s ll/step %.5f", p.Phase, p.LogLik)
 			}
 			h, err := chmm.TrainEM(mr, train, ec)
-			if err == nil { // the hard phase alone: "viterbi converged", not "no iterations; …"
-				b.Finish(last, "%s", strings.TrimPrefix(h.Stop, "no iterations; "))
+			if err == nil {
+				b.Finish(last, "%s", h.Stop)
 			}
 			return h, err
 		})

@@ -411,15 +411,11 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		// EM, any visit; by the gradient trainer, whose softmax maps lend a few visits
 		// to many clones, at least chmm.UsedShare of their token's (the clones
 		// Diagnose counts as used; on tiled it kept 612 clones of which 291 were used).
-		visits, err := chmm.ViterbiVisits(m, train, 0)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
-		}
 		minShare := 0.0
 		if s.Trainer == TrainerGradient {
 			minShare = chmm.UsedShare
 		}
-		keep, kept := keepVisited(m, visits, minShare)
+		keep, kept := keepVisited(m, d.Visits, minShare)
 		// EM's hard phase, run on a copy after every training: the last training's
 		// hard phase, and a probe: a right map of a few hundred states keeps more than
 		// FitBits from the pseudocount, and its hard phase tells it.
@@ -464,7 +460,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			rec := SymbolicTraining(m, train, 1, h)
 			rec.Doublings = round
 			if hh != nil {
-				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: strings.TrimPrefix(hh.Stop, "no iterations; ")})
+				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: hh.Stop})
 			}
 			return m, all, rec, nil
 		}
