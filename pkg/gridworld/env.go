@@ -172,7 +172,7 @@ func (e *Env) SetRegions(regions [][]int) error {
 				e.source, r, g, e.where(g), reg[0])
 		}
 		for _, g := range reg {
-			if !e.canStayIn(g, in) {
+			if len(e.actionsIn(g, in, nil)) == 0 {
 				return fmt.Errorf("%s: region %d: place %d %s has no action that stays in the region",
 					e.source, r, g, e.where(g))
 			}
@@ -183,14 +183,15 @@ func (e *Env) SetRegions(regions [][]int) error {
 	return nil
 }
 
-// canStayIn reports whether some action at g leads to a place of in.
-func (e *Env) canStayIn(g int, in []bool) bool {
+// actionsIn appends to dst[:0] the actions at g that lead to a place of in.
+func (e *Env) actionsIn(g int, in []bool, dst []int) []int {
+	dst = dst[:0]
 	for a := range e.avail[g] {
 		if in[e.succ[g*e.numActions+a]] {
-			return true
+			dst = append(dst, a)
 		}
 	}
-	return false
+	return dst
 }
 
 // where describes place g for messages: "at row r, col c" or "of node g".

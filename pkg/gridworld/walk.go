@@ -89,12 +89,7 @@ func (e *Env) walk(rng *rand.Rand, steps int, starts []int, in []bool) Episode {
 		if in == nil {
 			a = rng.IntN(e.avail[g])
 		} else { // uniform over the actions that stay in the region
-			ok = ok[:0]
-			for b := range e.avail[g] {
-				if in[e.succ[g*A+b]] {
-					ok = append(ok, b)
-				}
-			}
+			ok = e.actionsIn(g, in, ok)
 			a = ok[rng.IntN(len(ok))]
 		}
 		ep.Actions[t] = a
