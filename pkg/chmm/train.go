@@ -36,6 +36,12 @@ type GradConfig struct {
 	// ℓ/T.
 	Patience int
 	Tol      float64
+	// StopTol, if positive, replaces Tol once the splitting rounds are spent: the
+	// plateau that ends training must then gain less than StopTol for Patience
+	// iterations. A small StopTol lets a big map keep descending where a gain below
+	// Tol still adds up (tiled: 0.0066 nats/step falling by ~5e-5 per 100
+	// iterations), while the splits still come at Tol's plateaus. 0: Tol.
+	StopTol float64
 
 	// Clone splitting (our addition; neither the paper nor the original CSCG
 	// has it). At a plateau (Patience), instead of stopping, up to
@@ -140,6 +146,8 @@ func (c *GradConfig) fill() error {
 		return fmt.Errorf("Patience = %d, want >= 0", c.Patience)
 	case math.IsNaN(c.Tol):
 		return fmt.Errorf("Tol is NaN")
+	case math.IsNaN(c.StopTol):
+		return fmt.Errorf("StopTol is NaN")
 	case !(c.Beta1 > 0 && c.Beta1 < 1) || !(c.Beta2 > 0 && c.Beta2 < 1) || !(c.Eps > 0):
 		return fmt.Errorf("Adam β1 = %v, β2 = %v, ε = %v: want β in (0, 1), ε > 0", c.Beta1, c.Beta2, c.Eps)
 	}
@@ -191,6 +199,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 	best, ref, crit, sinceBest := math.Inf(-1), math.Inf(-1), math.NaN(), 0
 	rep := newReporter(cfg.Progress, cfg.ProgressEvery, "gradient", cfg.Iters)
 	splits := 0
+	spent := cfg.SplitRounds == 0 // no split left to try: StopTol's phase
 	splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x73706c6974))
 	h.Stop = "max iterations"
 	for it := 0; ; it++ {
@@ -228,7 +237,11 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		} else {
 			crit = 0.9*crit + 0.1*ll
 		}
-		if crit > ref+cfg.Tol { // Keras-style min_delta: ref moves only on real gains
+		tol := cfg.Tol
+		if spent && cfg.StopTol > 0 {
+			tol = cfg.StopTol
+		}
+		if crit > ref+tol { // Keras-style min_delta: ref moves only on real gains
 			ref, sinceBest = crit, 0
 		} else {
 			sinceBest++
@@ -243,10 +256,17 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 			rep.report(it, ll, true)
 			break
 		}
-		if cfg.Patience > 0 && sinceBest >= cfg.Patience && splits < cfg.SplitRounds {
+		if cfg.Patience > 0 && sinceBest >= cfg.Patience && !spent {
 			splits++
+			spent = splits >= cfg.SplitRounds
 			k, grown := splitClones(m, p, acc, steps, cfg.SplitMin, cfg.SplitNoise, 1, cfg.FoldDuplicates, cfg.GrowClones, splitRng)
 			h.Splits = append(h.Splits, Split{Iter: it, States: k, Grown: grown})
+			if k == 0 {
+				spent = true
+				if cfg.StopTol > 0 { // nothing to split: the plateau is judged again at StopTol
+					sinceBest, ref = 0, math.Inf(-1)
+				}
+			}
 			if k > 0 {
 				adamPi = newAdam(len(m.PiLogits), cfg)
 				adamTheta = newAdam(len(m.ThetaLogits), cfg)

@@ -143,6 +143,61 @@ func TestTrainGradientPatience(t *testing.T) {
 	}
 }
 
+// StopTol replaces Tol only once the splits are spent: the same descent runs on past
+// Tol's stop until no gain above StopTol, and splits come where they came.
+func TestTrainGradientStopTol(t *testing.T) {
+	_, seqs := walkData(24, aliased3x3, 1, 200)
+	m := New(UniformClones(3, 3), 4, rand.New(rand.NewPCG(24, 2)))
+	h0, err := TrainGradient(m.Clone(), seqs, GradConfig{Iters: 100000, Patience: 20, Tol: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := TrainGradient(m.Clone(), seqs, GradConfig{Iters: 100000, Patience: 20, Tol: 1e-3, StopTol: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k0, k := len(h0.LogLik)-1, len(h.LogLik)-1
+	if h.Stop != "patience" || k <= k0 {
+		t.Fatalf("StopTol 1e-6: stop %q after %d iterations, Tol 1e-3 alone after %d", h.Stop, k, k0)
+	}
+	if !slices.Equal(h.LogLik[:k0+1], h0.LogLik) {
+		t.Error("StopTol changed the descent before Tol's stop")
+	}
+	if ref := slices.Max(h.LogLik[:k-19]); slices.Max(h.LogLik[k-19:]) > ref+1e-6 {
+		t.Error("stopped while still gaining more than StopTol")
+	}
+	if gain := h.LogLik[k] - h0.LogLik[k0]; !(gain > 1e-3) {
+		t.Errorf("ℓ/T gained %v after Tol's stop, want > Tol (the test no longer exercises StopTol)", gain)
+	}
+	t.Logf("Tol 1e-3: %d iterations, ℓ/T %.5f; StopTol 1e-6: %d iterations, ℓ/T %.5f", k0, h0.LogLik[k0], k, h.LogLik[k])
+
+	// With splitting rounds, Tol still sets the plateaus that split.
+	g := parseGrid("0 1 0\n2 1 2")
+	rng := rand.New(rand.NewPCG(29, 1))
+	var walks []Sequence
+	for range 2 {
+		s, _ := g.walk(rng, 400)
+		walks = append(walks, s)
+	}
+	m = New(UniformClones(3, 2), 4, rand.New(rand.NewPCG(29, 2)))
+	cfg := GradConfig{Iters: 3000, Patience: 30, Tol: 1e-4, SplitRounds: 2}
+	h0, err = TrainGradient(m.Clone(), walks, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.StopTol = 1e-7
+	h, err = TrainGradient(m.Clone(), walks, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h0.Splits) == 0 || !slices.Equal(h.Splits, h0.Splits) {
+		t.Errorf("splits %v with StopTol, %v without (want equal, at least one)", h.Splits, h0.Splits)
+	}
+	if !(len(h.LogLik) > len(h0.LogLik)) {
+		t.Errorf("with StopTol %d iterations, without %d", len(h.LogLik), len(h0.LogLik))
+	}
+}
+
 func TestTrainGradientNegInf(t *testing.T) {
 	// Hard EM leaves exact zeros; gradient training keeps them and stays finite.
 	_, seqs := walkData(25, aliased3x3, 2, 300)
@@ -169,7 +224,7 @@ func TestTrainGradientConfigErrors(t *testing.T) {
 	m := New(UniformClones(3, 2), 4, nil)
 	for _, cfg := range []GradConfig{
 		{Iters: -1}, {LR: -0.1}, {LR: math.Inf(1)}, {ChunkLen: -5}, {ChunkLen: 1}, {Batch: -1},
-		{EntropyWeight: -1}, {Patience: -1}, {Tol: math.NaN()}, {Beta1: 1}, {Beta2: -0.5}, {FinalLR: -1},
+		{EntropyWeight: -1}, {Patience: -1}, {Tol: math.NaN()}, {StopTol: math.NaN()}, {Beta1: 1}, {Beta2: -0.5}, {FinalLR: -1},
 	} {
 		if _, err := TrainGradient(m.Clone(), seqs, cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)

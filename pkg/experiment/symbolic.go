@@ -91,9 +91,10 @@ type Training struct {
 	// by a nat): a model just split sits where EM's first iterations barely move.
 	Full bool
 	// Gradient: Adam's learning rate, the transition-entropy weight η (paper
-	// Sec. 3.6; 0: none) and the least gain in ℓ/T that counts as progress (0: the
-	// trainer's default).
-	LR, Entropy, Tol float64
+	// Sec. 3.6; 0: none), the least gain in ℓ/T that counts as progress (0: the
+	// trainer's default) and that gain once its splitting rounds are spent
+	// (chmm.GradConfig.StopTol; 0: Tol).
+	LR, Entropy, Tol, StopTol float64
 	// EM: the pseudocount (0: none), the hard (Viterbi) iterations after Baum–Welch
 	// (0: none) and the initialisations tried, the one with the highest training
 	// likelihood kept (0 or 1: the given model only). Restart r > 0 starts from
@@ -138,6 +139,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		if t.Tol > 0 {
 			gc.Tol = t.Tol
 		}
+		gc.StopTol = t.StopTol
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			gc.Seed = t.Seed + uint64(r)<<32
 			b := bar(gc.Iters)

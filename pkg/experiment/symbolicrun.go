@@ -53,9 +53,9 @@ type Symbolic struct {
 	LR      float64 `json:"lr,omitempty"`
 	Entropy float64 `json:"entropy,omitempty"`
 	// Tol is the gradient trainer's least gain in ℓ/T (nats per step) that counts as
-	// progress within its patience (0: chmm.DefaultGradConfig's 1e-4). At the small
-	// losses of a big map grown by splitting, 1e-4 ends each training early: tiled
-	// stalls near 0.01 bits per step with it and fits with 1e-5.
+	// progress within its patience (0: chmm.DefaultGradConfig's 1e-4; with Doublings,
+	// DoublingStopTol once a training's splitting rounds are spent). Given, it holds
+	// throughout.
 	Tol float64 `json:"tol,omitempty"`
 	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
 	// predict its own training walks (more than FitBits bits per step) and some
@@ -82,6 +82,15 @@ type Symbolic struct {
 // splitting (Symbolic.Doublings): every training runs them all, since a model just
 // split sits where EM's first iterations barely move.
 const DoublingIters = 300
+
+// DoublingStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
+// keeps a training going once its splitting rounds are spent, when the budget grows
+// by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). At the small losses
+// of a big map, 1e-4 ended each training while it still gained: tiled stalled near
+// 0.01 bits per step with it, round after round, and fits with 1e-5. The splits
+// within a training still come at 1e-4's plateaus: with 1e-5 there, two_rooms seed 5
+// split less, fitted later and grew 321 states instead of 93.
+const DoublingStopTol = 1e-5
 
 // MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
 // 6 GB of training memory on 150,000 steps.
@@ -383,6 +392,9 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	m := SymbolicInit(ones, env.NumActions(), s.Seed, s.Init)
 	t := s.Training()
 	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
+	if s.Trainer == TrainerGradient && s.Tol == 0 {
+		t.StopTol = DoublingStopTol
+	}
 	if s.Trainer == TrainerEM { // every soft training runs in full
 		t.Full = true
 		if s.Iters == 0 {
