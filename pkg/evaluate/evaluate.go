@@ -209,6 +209,19 @@ func (r *Report) viterbiPathMap(in Input, opt Options, m *assignment) {
 	truth := in.Env.Edges()
 	r.ViterbiEdges = kept(opt.Cutoff)
 	r.ViterbiMap = CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(r.ViterbiEdges, truth)}
+	walk := map[[2]int]int{} // the true place path, counted the same way
+	for t := 0; t+1 < T; t++ {
+		if g, h := in.Places[t], in.Places[t+1]; g != h {
+			walk[[2]int{min(g, h), max(g, h)}]++
+		}
+	}
+	var walkEdges [][2]int
+	for uv, c := range walk {
+		if float64(c) > opt.Cutoff*float64(T) {
+			walkEdges = append(walkEdges, uv)
+		}
+	}
+	r.WalkMap = &CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(walkEdges, truth)}
 	for _, f := range opt.CutoffSweep {
 		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(kept(f), truth)})
 	}

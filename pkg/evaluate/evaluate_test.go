@@ -138,6 +138,12 @@ func TestHandCase(t *testing.T) {
 	checkScore(t, "viterbi f=0.05", r.ViterbiMapSweep[0].EdgeScore, 0.8, 1, 2*0.8/1.8, 5)
 	checkScore(t, "viterbi f=0.1", r.ViterbiMapSweep[1].EdgeScore, 1, 0.25, 0.4, 1)
 	checkScore(t, "viterbi f=0.15", r.ViterbiMapSweep[2].EdgeScore, 1, 0.25, 0.4, 1)
+	// The walk's own places cross (0,1), (1,3) and (2,3) twice and (0,2) once: at
+	// f = 0.15 three true edges pass, P 1, R 3/4.
+	if r.WalkMap == nil || r.WalkMap.CutoffFraction != 0.15 {
+		t.Fatalf("walk map %+v", r.WalkMap)
+	}
+	checkScore(t, "walk f=0.15", r.WalkMap.EdgeScore, 1, 0.75, 6.0/7, 3)
 
 	// Projected map: the 4 true edges have W >= 0.45; 1-2 has 0.3, 0-3 has 0.05.
 	wantProj := []struct {

@@ -90,6 +90,11 @@ type Report struct {
 	ViterbiEdges [][2]int `json:"viterbi_edges"`
 	// ViterbiTransitions are all place pairs the path traverses, with counts.
 	ViterbiTransitions []PlaceEdge `json:"viterbi_transitions"`
+	// WalkMap is the held-out walk's own place path scored as ViterbiMap (same
+	// cut-off): what the true map scores on this walk. Its recall is below 1 where the
+	// walk crosses a true edge f·T times or fewer, and no map can do better there
+	// (Recovered). Nil in reports written before it existed.
+	WalkMap *CutoffScore `json:"walk_map,omitempty"`
 	// Diagnosis is the label-free account of the map on its own walks, with its
 	// verdict (chmm.Diagnose, Diagnosis.Judge; set by the caller).
 	Diagnosis *chmm.Diagnosis `json:"diagnosis,omitempty"`
@@ -196,6 +201,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("state->place purity", "%.4f", r.StatePlacePurity)
 	row("represented places", "%.4f (%d)", r.RepresentedPlaceFraction, r.RepresentedPlaces)
 	row(fmt.Sprintf("Viterbi map @ f=%g", r.ViterbiMap.CutoffFraction), "%s", score(r.ViterbiMap.EdgeScore))
+	if w := r.WalkMap; w != nil && w.Recall < 1 {
+		row("  the walk's own", "R %.3f: the held-out walk crosses %d of %d true edges more than f·T times; no map can recall more",
+			w.Recall, w.Edges, r.TrueEdges)
+	}
 	for _, s := range r.ViterbiMapSweep {
 		row(fmt.Sprintf("  sweep f=%g", s.CutoffFraction), "%s", score(s.EdgeScore))
 	}

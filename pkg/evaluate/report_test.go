@@ -176,6 +176,18 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "walk's own") {
+		t.Errorf("a walk that crosses every edge is mentioned:\n%s", out)
+	}
+	r := handReport(t)
+	r.WalkMap = &CutoffScore{CutoffFraction: 0.002, EdgeScore: EdgeScore{Precision: 1, Recall: 0.75, Edges: 3}}
+	sb.Reset()
+	if err := r.WriteTable(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the walk's own R 0.750: the held-out walk crosses 3 of 4 true edges more than f·T times"; !strings.Contains(strings.Join(strings.Fields(sb.String()), " "), want) {
+		t.Errorf("table lacks %q:\n%s", want, sb.String())
+	}
 }
 
 func TestAggregate(t *testing.T) {
