@@ -209,22 +209,31 @@ func (r *Report) viterbiPathMap(in Input, opt Options, m *assignment) {
 	truth := in.Env.Edges()
 	r.ViterbiEdges = kept(opt.Cutoff)
 	r.ViterbiMap = CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(r.ViterbiEdges, truth)}
-	walk := map[[2]int]int{} // the true place path, counted the same way
-	for t := 0; t+1 < T; t++ {
-		if g, h := in.Places[t], in.Places[t+1]; g != h {
-			walk[[2]int{min(g, h), max(g, h)}]++
-		}
-	}
-	var walkEdges [][2]int
-	for uv, c := range walk {
-		if float64(c) > opt.Cutoff*float64(T) {
-			walkEdges = append(walkEdges, uv)
-		}
-	}
-	r.WalkMap = &CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(walkEdges, truth)}
+	w := WalkMap(in.Env, in.Places, opt.Cutoff)
+	r.WalkMap = &w
 	for _, f := range opt.CutoffSweep {
 		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(kept(f), truth)})
 	}
+}
+
+// WalkMap scores a walk's own place path as the Viterbi-path map is scored (the
+// undirected place pairs it crosses more than cutoff·T times): what the true map
+// scores on that walk (Report.WalkMap).
+func WalkMap(env *gridworld.Env, places []int, cutoff float64) CutoffScore {
+	T := len(places)
+	counts := map[[2]int]int{}
+	for t := 0; t+1 < T; t++ {
+		if g, h := places[t], places[t+1]; g != h {
+			counts[[2]int{min(g, h), max(g, h)}]++
+		}
+	}
+	var es [][2]int
+	for uv, c := range counts {
+		if float64(c) > cutoff*float64(T) {
+			es = append(es, uv)
+		}
+	}
+	return CutoffScore{CutoffFraction: cutoff, EdgeScore: score(es, env.Edges())}
 }
 
 // actionAccuracy is the share of (represented place, available action) pairs whose

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 // TestGrowthStudy writes the README's summaries of the budgets grown by splitting from
@@ -62,6 +63,7 @@ func TestGrowthStudy(t *testing.T) {
 			if r.Diagnosis == nil || r.Diagnosis.Verdict == nil {
 				continue // predates the verdict
 			}
+			withWalkMap(t, r)
 			conf.Add(!r.Diagnosis.Verdict.Resolved, !recoveredMap(r))
 			n++
 		}
@@ -82,6 +84,28 @@ func recoveredMap(r *evaluate.Report) bool {
 	return len(r.ProjectedMap) > 0 && r.ProjectedMap[0].F1 >= 0.98 && r.StatePlacePurity >= 0.95
 }
 
+// withWalkMap gives a symbolic report its held-out walk's own score (Report.WalkMap,
+// what Recovered's recall bar reads) from the walk regenerated from its environment,
+// seed and steps: reports written before the field existed lack it. Where the report
+// has it, the regenerated walk must score the same.
+func withWalkMap(t *testing.T, r *evaluate.Report) {
+	t.Helper()
+	if r.Dataset != "symbolic" {
+		return
+	}
+	env, err := gridworld.Named(r.Env)
+	if err != nil {
+		if env, err = gridworld.LoadLayout(filepath.Join("..", "..", "layouts", r.Env+".txt")); err != nil {
+			t.Fatalf("%s seed %d: no environment for its held-out walk: %v", r.Env, r.Seed, err)
+		}
+	}
+	w := evaluate.WalkMap(env, SymbolicHeldOutWalk(env, r.Seed, r.Steps).Places, r.ViterbiMap.CutoffFraction)
+	if r.WalkMap != nil && *r.WalkMap != w {
+		t.Fatalf("%s seed %d: the regenerated held-out walk scores %+v, the report %+v", r.Env, r.Seed, w, *r.WalkMap)
+	}
+	r.WalkMap = &w
+}
+
 // readSeeds reads dir/<env>_<trainer>_seed<S><suffix>.json by environment, in seed order.
 func readSeeds(t *testing.T, dir, trainer, suffix string) map[string][]*evaluate.Report {
 	t.Helper()
@@ -98,6 +122,7 @@ func readSeeds(t *testing.T, dir, trainer, suffix string) map[string][]*evaluate
 		if err != nil {
 			t.Fatal(err)
 		}
+		withWalkMap(t, r)
 		seeds[r], _ = strconv.Atoi(m[2])
 		out[m[1]] = append(out[m[1]], r)
 	}
