@@ -74,8 +74,8 @@ reproduce-cscg: build
 	$(BIN) reproduce --suite cscg --seeds 10 --collect --out results
 
 # Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seed 1,
-# each budget grown by splitting (hours on 2 cores; the gradient trainer has not finished tiled in
-# 81 minutes); writes results/bigger.md with the label-free verdict of each row. The same suite's
+# each budget grown by splitting (hours on 2 cores; the gradient trainer stalls on tiled at 0.005 bits
+# per step, README "Bigger worlds"); writes results/bigger.md with the label-free verdict of each row. The same suite's
 # EM with the reference budgets, one start each, seed 1:
 # reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
 reproduce-bigger: build
