@@ -87,9 +87,10 @@ const DoublingIters = 300
 // keeps a training going once its splitting rounds are spent, when the budget grows
 // by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). At the small losses
 // of a big map, 1e-4 ended each training while it still gained: tiled stalled near
-// 0.01 bits per step with it, round after round, and fits with 1e-5. The splits
-// within a training still come at 1e-4's plateaus: with 1e-5 there, two_rooms seed 5
-// split less, fitted later and grew 321 states instead of 93.
+// 0.01 bits per step with it, round after round (with this, at 0.005 and places still
+// merged: README, "Bigger worlds"). The splits within a training still come at 1e-4's
+// plateaus: with 1e-5 there, two_rooms seed 5 split less, fitted later and grew 321
+// states instead of 93.
 const DoublingStopTol = 1e-5
 
 // MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
