@@ -266,8 +266,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 				if cfg.StopTol > 0 { // nothing to split: the plateau is judged again at StopTol
 					sinceBest, ref = 0, math.Inf(-1)
 				}
-			}
-			if k > 0 {
+			} else {
 				adamPi = newAdam(len(m.PiLogits), cfg)
 				adamTheta = newAdam(len(m.ThetaLogits), cfg)
 				p = newParams(m)

@@ -183,36 +183,18 @@ func (r *Report) projectedMap(in Input, opt Options, m *assignment) []float64 {
 // and scores the pairs crossed more than f·T times, at the cutoff and its sweep.
 func (r *Report) viterbiPathMap(in Input, opt Options, m *assignment) {
 	T := len(in.Places)
-	counts := map[[2]int]int{}
-	for t := 0; t+1 < T; t++ {
-		g, h := m.chi[in.States[t]], m.chi[in.States[t+1]]
-		if g != h {
-			counts[[2]int{min(g, h), max(g, h)}]++
-		}
+	path := make([]int, T) // χ(s*_t)
+	for t, s := range in.States {
+		path[t] = m.chi[s]
 	}
-	for uv, c := range counts {
-		r.ViterbiTransitions = append(r.ViterbiTransitions, PlaceEdge{A: uv[0], B: uv[1], Count: c})
-	}
-	sort.Slice(r.ViterbiTransitions, func(i, j int) bool {
-		x, y := r.ViterbiTransitions[i], r.ViterbiTransitions[j]
-		return x.A < y.A || (x.A == y.A && x.B < y.B)
-	})
-	kept := func(f float64) [][2]int {
-		var es [][2]int
-		for _, e := range r.ViterbiTransitions {
-			if float64(e.Count) > f*float64(T) {
-				es = append(es, [2]int{e.A, e.B})
-			}
-		}
-		return es
-	}
+	r.ViterbiTransitions = crossings(path)
 	truth := in.Env.Edges()
-	r.ViterbiEdges = kept(opt.Cutoff)
+	r.ViterbiEdges = keptPairs(r.ViterbiTransitions, opt.Cutoff, T)
 	r.ViterbiMap = CutoffScore{CutoffFraction: opt.Cutoff, EdgeScore: score(r.ViterbiEdges, truth)}
 	w := WalkMap(in.Env, in.Places, opt.Cutoff)
 	r.WalkMap = &w
 	for _, f := range opt.CutoffSweep {
-		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(kept(f), truth)})
+		r.ViterbiMapSweep = append(r.ViterbiMapSweep, CutoffScore{CutoffFraction: f, EdgeScore: score(keptPairs(r.ViterbiTransitions, f, T), truth)})
 	}
 }
 
@@ -220,20 +202,38 @@ func (r *Report) viterbiPathMap(in Input, opt Options, m *assignment) {
 // undirected place pairs it crosses more than cutoff·T times): what the true map
 // scores on that walk (Report.WalkMap).
 func WalkMap(env *gridworld.Env, places []int, cutoff float64) CutoffScore {
-	T := len(places)
+	es := keptPairs(crossings(places), cutoff, len(places))
+	return CutoffScore{CutoffFraction: cutoff, EdgeScore: score(es, env.Edges())}
+}
+
+// crossings counts the moves of a place path between places, by undirected pair
+// (A < B), sorted.
+func crossings(path []int) []PlaceEdge {
 	counts := map[[2]int]int{}
-	for t := 0; t+1 < T; t++ {
-		if g, h := places[t], places[t+1]; g != h {
+	for t := 0; t+1 < len(path); t++ {
+		if g, h := path[t], path[t+1]; g != h {
 			counts[[2]int{min(g, h), max(g, h)}]++
 		}
 	}
-	var es [][2]int
+	var es []PlaceEdge
 	for uv, c := range counts {
-		if float64(c) > cutoff*float64(T) {
-			es = append(es, uv)
+		es = append(es, PlaceEdge{A: uv[0], B: uv[1], Count: c})
+	}
+	sort.Slice(es, func(i, j int) bool {
+		return es[i].A < es[j].A || (es[i].A == es[j].A && es[i].B < es[j].B)
+	})
+	return es
+}
+
+// keptPairs are the pairs of es crossed more than f·T times.
+func keptPairs(es []PlaceEdge, f float64, T int) [][2]int {
+	var kept [][2]int
+	for _, e := range es {
+		if float64(e.Count) > f*float64(T) {
+			kept = append(kept, [2]int{e.A, e.B})
 		}
 	}
-	return CutoffScore{CutoffFraction: cutoff, EdgeScore: score(es, env.Edges())}
+	return kept
 }
 
 // actionAccuracy is the share of (represented place, available action) pairs whose
