@@ -46,6 +46,14 @@ type EMConfig struct {
 	SplitTol   float64
 	SplitNoise float64 // 0: 0.1
 	Seed       uint64  // splits
+	// Confusion, if set, reads every observed token o as any token k with
+	// C[k][o] > 0, with likelihood C[k][o] (a K×K matrix whose rows sum to 1;
+	// see confusion.go): misread tokens are explained by C instead of by clones.
+	// nil: hard tokens. It needs ViterbiIters 0 (the hard phase reads hard tokens).
+	Confusion [][]float64
+	// LearnConfusion re-estimates C after every M-step (over its nonzero
+	// entries); History.Confusion holds the result. Confusion is not modified.
+	LearnConfusion bool
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
@@ -94,12 +102,29 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	if math.IsNaN(cfg.Tol) {
 		return nil, fmt.Errorf("chmm: TrainEM: Tol is NaN")
 	}
+	var conf, prevConf [][]float64
+	if cfg.Confusion != nil {
+		if err := ValidateConfusion(cfg.Confusion, m.K()); err != nil {
+			return nil, fmt.Errorf("chmm: TrainEM: %w", err)
+		}
+		if cfg.ViterbiIters > 0 {
+			return nil, fmt.Errorf("chmm: TrainEM: ViterbiIters %d with a confusion matrix: the hard phase reads hard tokens, want 0", cfg.ViterbiIters)
+		}
+		conf, prevConf = cloneRows(cfg.Confusion), cloneRows(cfg.Confusion)
+	} else if cfg.LearnConfusion {
+		return nil, fmt.Errorf("chmm: TrainEM: LearnConfusion needs a Confusion to start from")
+	}
 	maxIters := cfg.MaxIters
 	if maxIters == 0 {
 		maxIters = 1000
 	}
 	start := time.Now()
-	h := &History{Stop: "no iterations"}
+	h := &History{Stop: "no iterations", Confusion: conf}
+	newP := func() *params {
+		p := newParams(m)
+		p.setConfusion(conf)
+		return p
+	}
 	steps := 0
 	for _, s := range seqs {
 		steps += len(s.Obs)
@@ -107,7 +132,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	fsteps := float64(steps)
 
 	if maxIters > 0 {
-		p := newParams(m)
+		p := newP()
 		es := newEstepper(p, cfg.Workers, len(seqs))
 		rep := newReporter(cfg.Progress, cfg.ProgressEvery, "em", maxIters)
 		prevTheta := make([]float64, len(m.ThetaLogits))
@@ -139,7 +164,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 					splits++
 					lastSplit = it
 					h.Splits = append(h.Splits, Split{Iter: it, States: k})
-					p = newParams(m)
+					p = newP()
 					prevLL = math.Inf(-1)
 					rep.report(it, ll, false)
 					continue
@@ -149,9 +174,12 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				if ll < prevLL { // keep the better parameters
 					copy(m.ThetaLogits, prevTheta)
 					copy(m.PiLogits, prevPi)
+					for k := range conf {
+						copy(conf[k], prevConf[k])
+					}
 				}
 				if splits < cfg.SplitRounds && it < maxIters {
-					p = newParams(m)
+					p = newP()
 					if acc, err = es.run(p, seqs); err != nil {
 						return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
 					}
@@ -159,7 +187,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 						splits++
 						lastSplit = it
 						h.Splits = append(h.Splits, Split{Iter: it, States: k})
-						p = newParams(m)
+						p = newP()
 						prevLL = math.Inf(-1)
 						continue
 					}
@@ -177,8 +205,14 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			prevLL = ll
 			copy(prevTheta, m.ThetaLogits)
 			copy(prevPi, m.PiLogits)
+			for k := range conf {
+				copy(prevConf[k], conf[k])
+			}
 			mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi)
-			p = newParams(m)
+			if cfg.LearnConfusion {
+				confusionStep(conf, acc)
+			}
+			p = newP()
 		}
 	}
 	if cfg.ViterbiIters > 0 {
@@ -278,3 +312,11 @@ func (h *History) addStop(why string) {
 }
 
 func emFreeOcc(steps float64) float64 { return max(1, 1e-3*steps) }
+
+func cloneRows(c [][]float64) [][]float64 {
+	out := make([][]float64, len(c))
+	for i, r := range c {
+		out[i] = append([]float64(nil), r...)
+	}
+	return out
+}

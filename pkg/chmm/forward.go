@@ -27,6 +27,12 @@ type params struct {
 	maxC  int       // max_k C_k
 	pi    []float64 // π̄ [N]
 	trans []float64 // T [A][N][N]
+
+	// Under a confusion matrix (setConfusion; nil for hard tokens): the tokens an
+	// observed token o may have been, and the length of their clones' active vector.
+	cands     [][]candidate
+	active    []int
+	maxActive int
 }
 
 func newParams(m *Model) *params {
@@ -57,6 +63,7 @@ type fbWork struct {
 	prev  []float64 // β̂_t being built (max C)
 
 	betaAll []float64 // expectSplit: β̃_t for all t, laid out like alpha
+	tmp     []float64 // expectConf: one block's β̂ (max C)
 }
 
 func (w *fbWork) reset(p *params, seq Sequence) {
@@ -132,13 +139,16 @@ func (p *params) forwardRun(seq Sequence, init []float64, w *fbWork) (float64, i
 type accum struct {
 	counts []float64 // ξ_a(i, j) = Σ_{t: a_t=a} P(s_t=i, s_{t+1}=j | o, a), [A][N][N]
 	gamma1 []float64 // Σ over sequences of P(s_1 = i | o, a), [N]
+	last   []float64 // Σ over sequences of P(s_T = i | o, a), [N]
+	conf   []float64 // under a confusion matrix: Σ_{t: o_t=o} P(ω(s_t)=k | o, a), [K][K]
 	ll     float64   // Σ ℓ
 	steps  int       // Σ T
 	seqs   int       // number of sequences
 }
 
 func newAccum(p *params) *accum {
-	return &accum{counts: make([]float64, p.a*p.n*p.n), gamma1: make([]float64, p.n)}
+	k := len(p.size)
+	return &accum{counts: make([]float64, p.a*p.n*p.n), gamma1: make([]float64, p.n), last: make([]float64, p.n), conf: make([]float64, k*k)}
 }
 
 func (acc *accum) add(o *accum) {
@@ -147,6 +157,12 @@ func (acc *accum) add(o *accum) {
 	}
 	for i, v := range o.gamma1 {
 		acc.gamma1[i] += v
+	}
+	for i, v := range o.last {
+		acc.last[i] += v
+	}
+	for i, v := range o.conf {
+		acc.conf[i] += v
 	}
 	acc.ll += o.ll
 	acc.steps += o.steps
@@ -172,6 +188,10 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 	b := w.beta[:p.size[obs[last]]]
 	for j := range b {
 		b[j] = 1
+	}
+	fl := p.first[obs[last]]
+	for i, v := range w.alpha[w.off[last]:w.off[last+1]] {
+		acc.last[fl+i] += v
 	}
 	for t := last - 1; t >= 0; t-- {
 		// b holds β̂_{t+1}; fold in 1/c_{t+1}.
@@ -289,10 +309,19 @@ func estep(p *params, seqs []Sequence, accs []*accum, work []fbWork) (*accum, er
 	for _, a := range accs {
 		clear(a.counts)
 		clear(a.gamma1)
+		clear(a.last)
+		clear(a.conf)
 		a.ll, a.steps, a.seqs = 0, 0, 0
 	}
 	var err error
-	if len(seqs) == 1 && nw > 1 && len(seqs[0].Obs) >= minSplitLen {
+	if p.cands != nil {
+		err = parallel(len(seqs), nw, func(w, i int) error {
+			if step, ok := p.expectConf(seqs[i], &work[w], accs[w]); !ok {
+				return zeroProbError(i, step)
+			}
+			return nil
+		})
+	} else if len(seqs) == 1 && nw > 1 && len(seqs[0].Obs) >= minSplitLen {
 		if step, ok := p.expectSplit(seqs[0], &work[0], accs); !ok {
 			err = zeroProbError(0, step)
 		}
@@ -409,6 +438,10 @@ func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, 
 	f := p.first[obs[0]]
 	for i, v := range a1 {
 		accs[0].gamma1[f+i] += v * b1[i] / z
+	}
+	fl := p.first[obs[tt-1]]
+	for i, v := range w.alpha[w.off[tt-1]:w.off[tt]] {
+		accs[0].last[fl+i] += v
 	}
 	cw.Wait()
 	accs[0].ll += ll

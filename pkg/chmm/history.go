@@ -29,6 +29,10 @@ type History struct {
 	Stop     string  // why training stopped ("converged", "max iterations", "patience", ...)
 	BestIter int     // gradient training (full batch): iteration whose parameters were kept
 	Splits   []Split // gradient training: clone-splitting rounds
+
+	// Confusion is EM's confusion matrix at the end of training, C[k][o]
+	// (EMConfig.Confusion, learned if EMConfig.LearnConfusion); nil for hard tokens.
+	Confusion [][]float64
 }
 
 // Split records one clone-splitting round of TrainGradient.

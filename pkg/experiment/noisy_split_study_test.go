@@ -23,6 +23,14 @@ import (
 //
 //	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
 //	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
+//
+// NOISY_SPLIT_CONF=oracle trains through the true confusion matrix instead
+// (chmm.EMConfig.Confusion: C[k][k] = 1−p, p/2 to each confuser), =learn through
+// one learned from C[k][k] = 0.9 on the same nonzero pattern, =full through one
+// learned from C[k][k] = 0.9 and 0.1/(K−1) everywhere else, its entries below 1e-3
+// dropped after every training (label-free); the bits per step are
+// then of the noisy tokens under C, and the clones kept are those with at least 1%
+// of their token's expected visits (chmm.ExpectedVisits).
 func TestNoisySplitStudy(t *testing.T) {
 	name := os.Getenv("NOISY_SPLIT_ENV")
 	if name == "" {
@@ -41,6 +49,10 @@ func TestNoisySplitStudy(t *testing.T) {
 			t.Fatalf("NOISY_SPLIT_ROUNDS=%q: want an integer in [0, 12]", v)
 		}
 	}
+	mode := os.Getenv("NOISY_SPLIT_CONF")
+	if mode != "" && mode != "oracle" && mode != "learn" && mode != "full" {
+		t.Fatalf("NOISY_SPLIT_CONF=%q: want oracle, learn or full", mode)
+	}
 	env, err := Symbolic{Env: name}.Environment()
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +64,33 @@ func TestNoisySplitStudy(t *testing.T) {
 	tok := NewTokens(env)
 	K := len(tok.Classes)
 	rng := rand.New(rand.NewPCG(1, 77))
-	conf := make([][2]int, K) // each token's two confusers
-	for k := range conf {
-		conf[k] = [2]int{(k + 1 + rng.IntN(K-1)) % K, (k + 1 + rng.IntN(K-1)) % K}
+	conf2 := make([][2]int, K) // each token's two confusers
+	for k := range conf2 {
+		conf2[k] = [2]int{(k + 1 + rng.IntN(K-1)) % K, (k + 1 + rng.IntN(K-1)) % K}
+	}
+	var conf [][]float64 // the confusion matrix trained through (nil: hard tokens)
+	if mode != "" {
+		conf = make([][]float64, K)
+		for k := range conf {
+			conf[k] = make([]float64, K)
+			conf[k][k] = 1 - p
+			conf[k][conf2[k][0]] += p / 2
+			conf[k][conf2[k][1]] += p / 2
+			if mode == "full" {
+				for o := range conf[k] {
+					conf[k][o] = 0.1 / float64(K-1)
+				}
+				conf[k][k] = 0.9
+			}
+			if mode == "learn" {
+				for o := range conf[k] {
+					if o != k && conf[k][o] > 0 {
+						conf[k][o] = 0.1 * conf[k][o] / p
+					}
+				}
+				conf[k][k] = 0.9
+			}
+		}
 	}
 	var train, start []chmm.Sequence
 	held := 0
@@ -63,7 +99,7 @@ func TestNoisySplitStudy(t *testing.T) {
 		o := append([]int(nil), q.Obs...)
 		for i := range o {
 			if rng.Float64() < p {
-				o[i] = conf[o[i]][rng.IntN(2)]
+				o[i] = conf2[o[i]][rng.IntN(2)]
 			}
 		}
 		q.Obs = o
@@ -84,14 +120,29 @@ func TestNoisySplitStudy(t *testing.T) {
 	tr := Training{Trainer: TrainerEM, Seed: def.Seed, Iters: DoublingIters, Full: true, Pseudocount: def.Pseudocount, Restarts: 1}
 	split := rand.New(rand.NewPCG(def.Seed, 99))
 	for round := 0; round <= rounds; round++ {
-		if m, _, _, err = TrainSymbolic(m, start, tr, nil); err != nil {
-			t.Fatal(err)
+		lls := chmm.SequenceLogLikelihoods
+		if conf == nil {
+			if m, _, _, err = TrainSymbolic(m, start, tr, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			ec := chmm.DefaultEMConfig()
+			ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters, ec.Seed = DoublingIters, -1, def.Pseudocount, 0, def.Seed
+			ec.Confusion, ec.LearnConfusion = conf, mode != "oracle"
+			h, err := chmm.TrainEM(m, start, ec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf = h.Confusion
+			lls = func(m *chmm.Model, seqs []chmm.Sequence, w int) ([]float64, error) {
+				return chmm.ConfusedLogLikelihoods(m, seqs, conf, w)
+			}
 		}
-		whole, err := chmm.SequenceLogLikelihoods(m, train, 0)
+		whole, err := lls(m, train, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		begun, err := chmm.SequenceLogLikelihoods(m, start, 0)
+		begun, err := lls(m, start, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,13 +155,50 @@ func TestNoisySplitStudy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("%s p=%.2f round %d: N %d, %.4f bits/step on 90%% of the walks, %.4f on their ends; map F1 %.3f, purity %.3f\n",
-			name, p, round, m.N(), -fit/float64(steps)/math.Ln2, -end/float64(held)/math.Ln2, run.Report.ViterbiMap.F1, run.Report.StatePlacePurity)
-		visits, err := chmm.ViterbiVisits(m, start, 0)
-		if err != nil {
-			t.Fatal(err)
+		fmt.Printf("%s p=%.2f %s round %d: N %d, %.4f bits/step on 90%% of the walks, %.4f on their ends; map F1 %.3f, purity %.3f\n",
+			name, p, mode, round, m.N(), -fit/float64(steps)/math.Ln2, -end/float64(held)/math.Ln2, run.Report.ViterbiMap.F1, run.Report.StatePlacePurity)
+		var keep []bool
+		if conf == nil {
+			visits, err := chmm.ViterbiVisits(m, start, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep, _ = keepVisited(m, visits, 0)
+		} else {
+			ev, err := chmm.ExpectedVisits(m, start, conf, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			visits := make([]int, len(ev))
+			for i, v := range ev {
+				visits[i] = int(math.Round(v))
+			}
+			keep, _ = keepVisited(m, visits, 0.01)
+			if mode != "oracle" {
+				diag, entries := make([]string, K), 0
+				for k, row := range conf {
+					diag[k] = fmt.Sprintf("%.3f", row[k])
+					if mode == "full" { // drop the entries below 1e-3
+						var s float64
+						for o, v := range row {
+							if o != k && v < 1e-3 {
+								row[o] = 0
+							}
+							s += row[o]
+						}
+						for o := range row {
+							row[o] /= s
+						}
+					}
+					for _, v := range row {
+						if v > 0 {
+							entries++
+						}
+					}
+				}
+				fmt.Printf("  learned C diagonal %v, %d nonzero entries\n", diag, entries)
+			}
 		}
-		keep, _ := keepVisited(m, visits, 0)
 		if m, _, err = chmm.Prune(m, keep); err != nil {
 			t.Fatal(err)
 		}

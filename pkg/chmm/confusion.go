@@ -1,0 +1,314 @@
+package chmm
+
+import (
+	"fmt"
+	"math"
+)
+
+// Training through a confusion matrix. A step observed as token o may have been
+// any token k with C[k][o] > 0 (a misread digit), so the step's emission is
+//
+//	p(o_t | s) = C[ω(s)][o_t]
+//
+// and the recursions run over the union of the candidate tokens' clone blocks:
+// one step costs Σ_{k ∈ cand(o_t), k' ∈ cand(o_{t+1})} C_k·C_k'. With C = I this
+// is the hard-token pass exactly. EMConfig.Confusion turns it on; EM can also
+// learn C (EMConfig.LearnConfusion) from the posterior of the true token,
+//
+//	C[k][o] ∝ Σ_{t: o_t = o} P(ω(s_t) = k | o, a),
+//
+// restricted to C's nonzero entries (a zero stays a zero).
+
+// candidate is one token an observation may have been: its clones occupy
+// active[off : off+size[k]] of the step's active vector, with emission weight w.
+type candidate struct {
+	k   int
+	w   float64
+	off int
+}
+
+// ValidateConfusion checks that c is a K×K matrix of finite entries in [0, 1]
+// whose rows sum to 1 (within 1e-6) and in which every token can be observed
+// (every column has a nonzero entry).
+func ValidateConfusion(c [][]float64, k int) error {
+	if len(c) != k {
+		return fmt.Errorf("chmm: a %d-row confusion matrix for K=%d tokens", len(c), k)
+	}
+	seen := make([]bool, k)
+	for i, row := range c {
+		if len(row) != k {
+			return fmt.Errorf("chmm: confusion row %d has %d entries, want K=%d", i, len(row), k)
+		}
+		var s float64
+		for o, v := range row {
+			if !(v >= 0 && v <= 1) {
+				return fmt.Errorf("chmm: confusion C[%d][%d] = %v, want a number in [0, 1]", i, o, v)
+			}
+			s += v
+			seen[o] = seen[o] || v > 0
+		}
+		if math.Abs(s-1) > 1e-6 {
+			return fmt.Errorf("chmm: confusion row %d sums to %v, want 1", i, s)
+		}
+	}
+	for o, ok := range seen {
+		if !ok {
+			return fmt.Errorf("chmm: confusion column %d is zero: token %d could never be observed", o, o)
+		}
+	}
+	return nil
+}
+
+// setConfusion makes p's recursions read observations through c (nil: hard
+// tokens). c must have passed ValidateConfusion.
+func (p *params) setConfusion(c [][]float64) {
+	p.cands, p.active = nil, nil
+	if c == nil {
+		return
+	}
+	k := len(p.size)
+	p.cands = make([][]candidate, k)
+	p.active = make([]int, k)
+	for o := range k {
+		off := 0
+		for kk := range k {
+			if w := c[kk][o]; w > 0 {
+				p.cands[o] = append(p.cands[o], candidate{k: kk, w: w, off: off})
+				off += p.size[kk]
+			}
+		}
+		p.active[o] = off
+		p.maxActive = max(p.maxActive, off)
+	}
+}
+
+// resetConf sizes w for seq under p's candidates.
+func (w *fbWork) resetConf(p *params, seq Sequence) {
+	w.off = w.off[:0]
+	total := 0
+	for _, o := range seq.Obs {
+		w.off = append(w.off, total)
+		total += p.active[o]
+	}
+	w.off = append(w.off, total)
+	w.alpha = grow(w.alpha, total)
+	w.scale = grow(w.scale, len(seq.Obs))
+	w.beta = grow(w.beta, p.maxActive)
+	w.prev = grow(w.prev, p.maxActive)
+	w.tmp = grow(w.tmp, p.maxC)
+}
+
+// forwardConf is forward under p's candidates:
+//
+//	α_1(j)     = init(j) C[ω(j)][o_1]
+//	α_{t+1}(j) = C[ω(j)][o_{t+1}] Σ_i α̂_t(i) T[a_t, i, j],  i, j over the candidates' clones.
+func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, int, bool) {
+	w.resetConf(p, seq)
+	obs, acts := seq.Obs, seq.Actions
+	a0 := w.alpha[w.off[0]:w.off[1]]
+	for _, c := range p.cands[obs[0]] {
+		seg := a0[c.off : c.off+p.size[c.k]]
+		for i, v := range init[p.first[c.k] : p.first[c.k]+p.size[c.k]] {
+			seg[i] = v * c.w
+		}
+	}
+	var ll float64
+	for t := 0; ; t++ {
+		cur := w.alpha[w.off[t]:w.off[t+1]]
+		var c float64
+		for _, v := range cur {
+			c += v
+		}
+		if !(c > 0) {
+			return math.Inf(-1), t, false
+		}
+		w.scale[t] = c
+		ll += math.Log(c)
+		inv := 1 / c
+		for j := range cur {
+			cur[j] *= inv
+		}
+		if t+1 == len(obs) {
+			return ll, 0, true
+		}
+		next := w.alpha[w.off[t+1]:w.off[t+2]]
+		clear(next)
+		for _, dst := range p.cands[obs[t+1]] {
+			seg := next[dst.off : dst.off+p.size[dst.k]]
+			for _, src := range p.cands[obs[t]] {
+				off, _, _ := p.block(acts[t], src.k, dst.k)
+				vecMat(seg, cur[src.off:src.off+p.size[src.k]], p.trans[off:], p.n)
+			}
+			for j := range seg {
+				seg[j] *= dst.w
+			}
+		}
+	}
+}
+
+// expectConf is expect under p's candidates. With β̂_T = 1,
+//
+//	b_{t+1}(j) = C[ω(j)][o_{t+1}] β̂_{t+1}(j) / c_{t+1}
+//	β̂_t(i)     = Σ_j T[a_t,i,j] b_{t+1}(j),   ξ_t(i,j) = α̂_t(i) T[a_t,i,j] b_{t+1}(j),
+//
+// and the posterior of the true token, γ_t(k) = Σ_{i ∈ clones(k)} α̂_t(i) β̂_t(i),
+// is added to acc.conf[k][o_t].
+func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok bool) {
+	ll, step, ok := p.forwardConf(seq, p.pi, w)
+	if !ok {
+		return step, false
+	}
+	obs, acts := seq.Obs, seq.Actions
+	kk := len(p.size)
+	last := len(obs) - 1
+	b := w.beta[:p.active[obs[last]]]
+	for j := range b {
+		b[j] = 1
+	}
+	al := w.alpha[w.off[last]:w.off[last+1]]
+	for _, c := range p.cands[obs[last]] {
+		f := p.first[c.k]
+		for i, v := range al[c.off : c.off+p.size[c.k]] {
+			acc.last[f+i] += v
+		}
+	}
+	addConf := func(t int, beta []float64) {
+		al := w.alpha[w.off[t]:w.off[t+1]]
+		for _, c := range p.cands[obs[t]] {
+			var g float64
+			for i, v := range al[c.off : c.off+p.size[c.k]] {
+				g += v * beta[c.off+i]
+			}
+			acc.conf[c.k*kk+obs[t]] += g
+		}
+	}
+	for t := last - 1; t >= 0; t-- {
+		addConf(t+1, b)
+		inv := 1 / w.scale[t+1]
+		for _, c := range p.cands[obs[t+1]] {
+			f := c.w * inv
+			for j := range b[c.off : c.off+p.size[c.k]] {
+				b[c.off+j] *= f
+			}
+		}
+		cur := w.alpha[w.off[t]:w.off[t+1]]
+		nb := w.prev[:p.active[obs[t]]]
+		clear(nb)
+		for _, src := range p.cands[obs[t]] {
+			rows := p.size[src.k]
+			out := nb[src.off : src.off+rows]
+			tmp := w.tmp[:rows]
+			for _, dst := range p.cands[obs[t+1]] {
+				off, _, _ := p.block(acts[t], src.k, dst.k)
+				matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
+				for i, v := range tmp {
+					out[i] += v
+				}
+			}
+		}
+		w.beta, w.prev = w.prev, w.beta
+		b = nb
+	}
+	addConf(0, b)
+	a1 := w.alpha[w.off[0]:w.off[1]]
+	for _, c := range p.cands[obs[0]] {
+		f := p.first[c.k]
+		for i, v := range a1[c.off : c.off+p.size[c.k]] {
+			acc.gamma1[f+i] += v * b[c.off+i]
+		}
+	}
+	acc.ll += ll
+	acc.steps += len(obs)
+	acc.seqs++
+	return 0, true
+}
+
+// confusionStep is EM's M-step for C: each row ∝ the posterior counts of the true
+// token (acc.conf), over C's nonzero entries; a row with no counts keeps its values.
+func confusionStep(c [][]float64, acc *accum) {
+	kk := len(c)
+	for k, row := range c {
+		var tot float64
+		for o, v := range row {
+			if v > 0 {
+				tot += acc.conf[k*kk+o]
+			}
+		}
+		if !(tot > 0) {
+			continue
+		}
+		for o, v := range row {
+			if v > 0 {
+				// A floor keeps the pattern: an entry that reached 0 would drop its candidate.
+				row[o] = max(acc.conf[k*kk+o]/tot, 1e-12)
+			}
+		}
+		var s float64
+		for _, v := range row {
+			s += v
+		}
+		for o := range row {
+			row[o] /= s
+		}
+	}
+}
+
+// ConfusedLogLikelihoods returns ℓ of every sequence with its tokens read through
+// the confusion matrix c (see EMConfig.Confusion), on workers goroutines (<= 0:
+// GOMAXPROCS). A sequence of zero probability gives -Inf and an error wrapping
+// ErrZeroProbability.
+func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers int) ([]float64, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, err
+	}
+	if err := ValidateConfusion(c, m.K()); err != nil {
+		return nil, err
+	}
+	p := newParams(m)
+	p.setConfusion(c)
+	out := make([]float64, len(seqs))
+	nw := workerCount(workers, len(seqs))
+	work := make([]fbWork, nw)
+	err := parallel(len(seqs), nw, func(w, i int) error {
+		ll, step, ok := p.forwardConf(seqs[i], p.pi, &work[w])
+		out[i] = ll
+		if !ok {
+			return zeroProbError(i, step)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ExpectedVisits returns, for every state, the expected number of steps spent
+// in it, Σ_t P(s_t = i | o, a), with tokens read through c (nil: hard tokens).
+func ExpectedVisits(m *Model, seqs []Sequence, c [][]float64, workers int) ([]float64, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, err
+	}
+	p := newParams(m)
+	if c != nil {
+		if err := ValidateConfusion(c, m.K()); err != nil {
+			return nil, err
+		}
+		p.setConfusion(c)
+	}
+	acc, err := newEstepper(p, workers, len(seqs)).run(p, seqs)
+	if err != nil {
+		return nil, err
+	}
+	// Σ_t<T γ_t(i) = Σ_{a,j} ξ_a(i,j); the last step of each sequence is γ_T.
+	n := p.n
+	visits := make([]float64, n)
+	for r := 0; r < len(acc.counts); r += n {
+		var s float64
+		for _, v := range acc.counts[r : r+n] {
+			s += v
+		}
+		visits[(r/n)%n] += s
+	}
+	for i, v := range acc.last {
+		visits[i] += v
+	}
+	return visits, nil
+}

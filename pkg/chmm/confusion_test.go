@@ -1,0 +1,225 @@
+package chmm
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// stateToken is ω(s) from Clones alone (-1 for the sink).
+func stateToken(m *Model, s int) int {
+	for k := range m.Clones {
+		if emits(m, s, k) {
+			return k
+		}
+	}
+	return -1
+}
+
+// bruteConf enumerates every state path with emissions C[ω(s)][o] and returns
+// p(o|a), ξ, γ_1, γ_T and the true-token posterior counts conf[k][o_t] (flat K×K).
+func bruteConf(m *Model, seq Sequence, c [][]float64) (z float64, xi, gamma1, last, conf []float64) {
+	pi, trans := refProbs(m)
+	n, tt, kk := m.N(), len(seq.Obs), m.K()
+	xi, gamma1, last, conf = make([]float64, m.NumActions*n*n), make([]float64, n), make([]float64, n), make([]float64, kk*kk)
+	path := make([]int, tt)
+	var rec func(t int, p float64)
+	rec = func(t int, p float64) {
+		if p == 0 {
+			return
+		}
+		if t == tt {
+			z += p
+			gamma1[path[0]] += p
+			last[path[tt-1]] += p
+			for s := range tt {
+				conf[stateToken(m, path[s])*kk+seq.Obs[s]] += p
+				if s+1 < tt {
+					xi[(seq.Actions[s]*n+path[s])*n+path[s+1]] += p
+				}
+			}
+			return
+		}
+		for s := range n {
+			k := stateToken(m, s)
+			if k < 0 {
+				continue
+			}
+			e := c[k][seq.Obs[t]]
+			path[t] = s
+			if t == 0 {
+				rec(1, pi[s]*e)
+			} else {
+				rec(t+1, p*trans[seq.Actions[t-1]][path[t-1]][s]*e)
+			}
+		}
+	}
+	rec(0, 1)
+	for _, x := range [][]float64{xi, gamma1, last, conf} {
+		for i := range x {
+			x[i] /= z
+		}
+	}
+	return z, xi, gamma1, last, conf
+}
+
+// testConfusion is a 3-token confusion matrix with a zero (token 2 is never read as 0).
+var testConfusion = [][]float64{{0.8, 0.15, 0.05}, {0.1, 0.7, 0.2}, {0, 0.3, 0.7}}
+
+func TestConfusedCountsBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 1))
+	m := randomModel(rng, []int{2, 1, 2}, 2, 1, false)
+	seqs := []Sequence{randomSeq(rng, 3, 2, 5), randomSeq(rng, 3, 2, 4), randomSeq(rng, 3, 2, 1)}
+	p := newParams(m)
+	p.setConfusion(testConfusion)
+	acc, err := newEstepper(p, 2, len(seqs)).run(p, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, kk := m.N(), m.K()
+	want := &accum{counts: make([]float64, len(acc.counts)), gamma1: make([]float64, n), last: make([]float64, n), conf: make([]float64, kk*kk)}
+	lls, err := ConfusedLogLikelihoods(m, seqs, testConfusion, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, s := range seqs {
+		z, xi, g1, last, conf := bruteConf(m, s, testConfusion)
+		want.ll += math.Log(z)
+		if math.Abs(lls[q]-math.Log(z)) > 1e-12 {
+			t.Errorf("sequence %d: ℓ %.15g, brute force %.15g", q, lls[q], math.Log(z))
+		}
+		for i, v := range xi {
+			want.counts[i] += v
+		}
+		for i := range n {
+			want.gamma1[i] += g1[i]
+			want.last[i] += last[i]
+		}
+		for i, v := range conf {
+			want.conf[i] += v
+		}
+	}
+	if math.Abs(acc.ll-want.ll) > 1e-12 {
+		t.Errorf("ℓ %.15g, brute force %.15g", acc.ll, want.ll)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []float64
+	}{{"ξ", acc.counts, want.counts}, {"γ_1", acc.gamma1, want.gamma1}, {"γ_T", acc.last, want.last}, {"conf", acc.conf, want.conf}} {
+		for i := range c.got {
+			if math.Abs(c.got[i]-c.want[i]) > 1e-12 {
+				t.Errorf("%s[%d] = %.15g, brute force %.15g", c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+	if acc.conf[2*kk+0] != 0 {
+		t.Errorf("conf[2][0] = %v: token 2 is never read as 0", acc.conf[2*kk])
+	}
+}
+
+// With C = I the confused pass is the hard-token pass.
+func TestConfusedIdentityIsHard(t *testing.T) {
+	_, seqs := walkData(22, aliased3x3, 2, 400)
+	m := randomModel(rand.New(rand.NewPCG(22, 2)), UniformClones(3, 4), 4, 1, false)
+	id := [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+	hard := newParams(m)
+	conf := newParams(m)
+	conf.setConfusion(id)
+	a, err := newEstepper(hard, 1, len(seqs)).run(hard, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newEstepper(conf, 1, len(seqs)).run(conf, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := math.Abs(a.ll - b.ll); d > 1e-9 {
+		t.Errorf("ℓ %v hard, %v under I", a.ll, b.ll)
+	}
+	for i := range a.counts {
+		if d := math.Abs(a.counts[i] - b.counts[i]); d > 1e-9 {
+			t.Fatalf("ξ[%d] %v hard, %v under I", i, a.counts[i], b.counts[i])
+		}
+	}
+	v, err := ExpectedVisits(m, seqs, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tot float64
+	for _, x := range v {
+		tot += x
+	}
+	if math.Abs(tot-800) > 1e-9 {
+		t.Errorf("expected visits sum to %v, want 800 steps", tot)
+	}
+}
+
+// EM through a confusion matrix climbs the likelihood (pseudocount 0) while it
+// learns C, and learns the rate at which a walk's tokens were misread.
+func TestTrainEMConfusion(t *testing.T) {
+	g, seqs := walkData(23, aliased3x3, 4, 3000)
+	rng := rand.New(rand.NewPCG(23, 3))
+	const flip = 0.1 // each token read as the next one with probability 0.1
+	for _, s := range seqs {
+		for i, o := range s.Obs {
+			if rng.Float64() < flip {
+				s.Obs[i] = (o + 1) % 3
+			}
+		}
+	}
+	start := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
+	m := New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(23, 4)))
+	h, err := TrainEM(m, seqs, EMConfig{MaxIters: 300, Confusion: start, LearnConfusion: true, SplitRounds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start[0][0] != 0.9 {
+		t.Errorf("TrainEM modified cfg.Confusion: C[0][0] = %v", start[0][0])
+	}
+	for i := 1; i < len(h.LogLik); i++ {
+		split := false
+		for _, s := range h.Splits {
+			split = split || s.Iter == i-1
+		}
+		if !split && h.LogLik[i] < h.LogLik[i-1]-1e-12 {
+			t.Errorf("iteration %d: ℓ/T decreased from %.15g to %.15g", i, h.LogLik[i-1], h.LogLik[i])
+		}
+	}
+	c := h.Confusion
+	for k := range 3 {
+		if math.Abs(c[k][k]-(1-flip)) > 0.03 || math.Abs(c[k][(k+1)%3]-flip) > 0.03 || c[k][(k+2)%3] > 0.03 {
+			t.Errorf("learned C[%d] = %.3f, want about [%v at %d, %v at %d, 0]", k, c[k], 1-flip, k, flip, (k+1)%3)
+		}
+	}
+	// The map decodes the clean walk's places: one clone per place.
+	clean, places := g.walk(rand.New(rand.NewPCG(23, 5)), 2000)
+	states, _, err := Viterbi(m, clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pur, _ := purity(states, places); pur < 0.99 {
+		t.Errorf("state→place purity %.3f on a clean walk, want ≥ 0.99", pur)
+	}
+}
+
+func TestTrainEMConfusionErrors(t *testing.T) {
+	_, seqs := walkData(24, aliased3x3, 1, 50)
+	m := New(UniformClones(3, 2), 4, rand.New(rand.NewPCG(24, 1)))
+	for _, c := range []struct {
+		cfg  EMConfig
+		want string
+	}{
+		{EMConfig{Confusion: [][]float64{{1, 0}, {0, 1}}}, "2-row confusion matrix for K=3"},
+		{EMConfig{Confusion: [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0.5, 0.4}}}, "row 2 sums to 0.9"},
+		{EMConfig{Confusion: [][]float64{{1, 0, 0}, {0, 1, 0}, {0, math.NaN(), 1}}}, "C[2][1] = NaN"},
+		{EMConfig{Confusion: [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 1, 0}}}, "column 2 is zero"},
+		{EMConfig{Confusion: testConfusion, ViterbiIters: 5}, "ViterbiIters 5 with a confusion matrix"},
+		{EMConfig{LearnConfusion: true}, "LearnConfusion needs a Confusion"},
+	} {
+		_, err := TrainEM(m, seqs, c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
+	}
+}
