@@ -32,7 +32,8 @@ type trainOptions struct {
 	finalGrow                                                    int
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
 	collapseLevel, stopChurn                                     float64
-	decode, budget, arch                                         string
+	decode, budget, arch, finalTrainer                           string
+	finalDoublings                                               int
 	freeze, noLengthNorm, supervised                             bool
 }
 
@@ -63,6 +64,8 @@ func runTrain(args []string) error {
 	f.IntVar(&o.finalGrow, "final-grow", -1, "double the finalisation's clone budget, at most this many times, while pruning leaves fewer than 10% of it unused and twice the clones predict held-out ends of the training walks better (-1: default 2; 0: a fixed budget)")
 	f.IntVar(&o.jitter, "jitter", -1, "shift each joint-phase frame by up to this many pixels (label-free augmentation; -1: default)")
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
+	f.StringVar(&o.finalTrainer, "final-trainer", "", "finalisation trainer: gradient (Adam on the hard tokens, the paper; default) or em (EM through a learned token confusion matrix, from one clone per token split while the held-out end of the training walks improves)")
+	f.IntVar(&o.finalDoublings, "final-doublings", -1, "--final-trainer em: at most this many split rounds (-1: default 12)")
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
 	f.BoolVar(&o.noLengthNorm, "no-length-norm", false, "ablation: drop the 1/T length normalisation of the HMM term")
@@ -183,6 +186,10 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.Lambda, o.lambda)
 	override(&cfg.VQVAE.Tau, o.tau)
 	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
+	if o.finalTrainer != "" {
+		cfg = cfg.WithFinalTrainer(o.finalTrainer)
+	}
+	override(&cfg.FinalDoublings, o.finalDoublings)
 	override(&cfg.FinalPrune, o.finalPrune)
 	override(&cfg.FinalGrow, o.finalGrow)
 	override(&cfg.Jitter, o.jitter)

@@ -18,6 +18,13 @@ import (
 //	C[k][o] ∝ Σ_{t: o_t = o} P(ω(s_t) = k | o, a),
 //
 // restricted to C's nonzero entries (a zero stays a zero).
+//
+// A beam (EMConfig.ConfusionBeam) keeps the cost near the hard pass's: after the
+// forward pass normalises step t, a candidate whose clones hold less than the beam
+// of α̂_t is dropped at that step (its α̂ set to 0, the rest renormalised, ℓ charged
+// log(1 − dropped)), and neither pass multiplies its blocks. The result is the exact
+// likelihood, posterior and counts of a model whose emission is 0 at the dropped
+// (step, token) pairs, so EM stays EM; beam 0 is the full model.
 
 // candidate is one token an observation may have been: its clones occupy
 // active[off : off+size[k]] of the step's active vector, with emission weight w.
@@ -60,9 +67,9 @@ func ValidateConfusion(c [][]float64, k int) error {
 }
 
 // setConfusion makes p's recursions read observations through c (nil: hard
-// tokens). c must have passed ValidateConfusion.
-func (p *params) setConfusion(c [][]float64) {
-	p.cands, p.active = nil, nil
+// tokens) with the given beam (0: none). c must have passed ValidateConfusion.
+func (p *params) setConfusion(c [][]float64, beam float64) {
+	p.cands, p.active, p.beam = nil, nil, beam
 	if c == nil {
 		return
 	}
@@ -96,12 +103,29 @@ func (w *fbWork) resetConf(p *params, seq Sequence) {
 	w.beta = grow(w.beta, p.maxActive)
 	w.prev = grow(w.prev, p.maxActive)
 	w.tmp = grow(w.tmp, p.maxC)
+	w.coff = w.coff[:0]
+	n := 0
+	for _, o := range seq.Obs {
+		w.coff = append(w.coff, n)
+		n += len(p.cands[o])
+	}
+	w.coff = append(w.coff, n)
+	w.live = growBool(w.live, n)
+}
+
+func growBool(x []bool, n int) []bool {
+	if cap(x) < n {
+		return make([]bool, n)
+	}
+	return x[:n]
 }
 
 // forwardConf is forward under p's candidates:
 //
 //	α_1(j)     = init(j) C[ω(j)][o_1]
-//	α_{t+1}(j) = C[ω(j)][o_{t+1}] Σ_i α̂_t(i) T[a_t, i, j],  i, j over the candidates' clones.
+//	α_{t+1}(j) = C[ω(j)][o_{t+1}] Σ_i α̂_t(i) T[a_t, i, j],  i, j over the candidates' clones,
+//
+// with p.beam's candidates dropped (w.live records which were kept).
 func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, int, bool) {
 	w.resetConf(p, seq)
 	obs, acts := seq.Obs, seq.Actions
@@ -122,6 +146,21 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 		if !(c > 0) {
 			return math.Inf(-1), t, false
 		}
+		live := w.live[w.coff[t]:w.coff[t+1]]
+		var dropped float64
+		for ci, cd := range p.cands[obs[t]] {
+			var m float64
+			seg := cur[cd.off : cd.off+p.size[cd.k]]
+			for _, v := range seg {
+				m += v
+			}
+			live[ci] = m >= p.beam*c && m > 0
+			if !live[ci] {
+				dropped += m
+				clear(seg)
+			}
+		}
+		c -= dropped
 		w.scale[t] = c
 		ll += math.Log(c)
 		inv := 1 / c
@@ -135,7 +174,10 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 		clear(next)
 		for _, dst := range p.cands[obs[t+1]] {
 			seg := next[dst.off : dst.off+p.size[dst.k]]
-			for _, src := range p.cands[obs[t]] {
+			for ci, src := range p.cands[obs[t]] {
+				if !live[ci] {
+					continue
+				}
 				off, _, _ := p.block(acts[t], src.k, dst.k)
 				vecMat(seg, cur[src.off:src.off+p.size[src.k]], p.trans[off:], p.n)
 			}
@@ -174,7 +216,11 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 	}
 	addConf := func(t int, beta []float64) {
 		al := w.alpha[w.off[t]:w.off[t+1]]
-		for _, c := range p.cands[obs[t]] {
+		live := w.live[w.coff[t]:w.coff[t+1]]
+		for ci, c := range p.cands[obs[t]] {
+			if !live[ci] {
+				continue
+			}
 			var g float64
 			for i, v := range al[c.off : c.off+p.size[c.k]] {
 				g += v * beta[c.off+i]
@@ -194,11 +240,18 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 		cur := w.alpha[w.off[t]:w.off[t+1]]
 		nb := w.prev[:p.active[obs[t]]]
 		clear(nb)
-		for _, src := range p.cands[obs[t]] {
+		live, liveNext := w.live[w.coff[t]:w.coff[t+1]], w.live[w.coff[t+1]:w.coff[t+2]]
+		for ci, src := range p.cands[obs[t]] {
+			if !live[ci] {
+				continue
+			}
 			rows := p.size[src.k]
 			out := nb[src.off : src.off+rows]
 			tmp := w.tmp[:rows]
-			for _, dst := range p.cands[obs[t+1]] {
+			for di, dst := range p.cands[obs[t+1]] {
+				if !liveNext[di] {
+					continue
+				}
 				off, _, _ := p.block(acts[t], src.k, dst.k)
 				matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
 				for i, v := range tmp {
@@ -265,7 +318,7 @@ func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers in
 		return nil, err
 	}
 	p := newParams(m)
-	p.setConfusion(c)
+	p.setConfusion(c, 0)
 	out := make([]float64, len(seqs))
 	nw := workerCount(workers, len(seqs))
 	work := make([]fbWork, nw)
@@ -291,7 +344,7 @@ func ExpectedVisits(m *Model, seqs []Sequence, c [][]float64, workers int) ([]fl
 		if err := ValidateConfusion(c, m.K()); err != nil {
 			return nil, err
 		}
-		p.setConfusion(c)
+		p.setConfusion(c, 0)
 	}
 	acc, err := newEstepper(p, workers, len(seqs)).run(p, seqs)
 	if err != nil {

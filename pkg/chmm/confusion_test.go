@@ -20,6 +20,11 @@ func stateToken(m *Model, s int) int {
 // bruteConf enumerates every state path with emissions C[ω(s)][o] and returns
 // p(o|a), ξ, γ_1, γ_T and the true-token posterior counts conf[k][o_t] (flat K×K).
 func bruteConf(m *Model, seq Sequence, c [][]float64) (z float64, xi, gamma1, last, conf []float64) {
+	return bruteEmit(m, seq, func(t, k int) float64 { return c[k][seq.Obs[t]] })
+}
+
+// bruteEmit is bruteConf with the emission e(t, ω(s)) of step t.
+func bruteEmit(m *Model, seq Sequence, emit func(t, k int) float64) (z float64, xi, gamma1, last, conf []float64) {
 	pi, trans := refProbs(m)
 	n, tt, kk := m.N(), len(seq.Obs), m.K()
 	xi, gamma1, last, conf = make([]float64, m.NumActions*n*n), make([]float64, n), make([]float64, n), make([]float64, kk*kk)
@@ -46,7 +51,7 @@ func bruteConf(m *Model, seq Sequence, c [][]float64) (z float64, xi, gamma1, la
 			if k < 0 {
 				continue
 			}
-			e := c[k][seq.Obs[t]]
+			e := emit(t, k)
 			path[t] = s
 			if t == 0 {
 				rec(1, pi[s]*e)
@@ -72,7 +77,7 @@ func TestConfusedCountsBruteForce(t *testing.T) {
 	m := randomModel(rng, []int{2, 1, 2}, 2, 1, false)
 	seqs := []Sequence{randomSeq(rng, 3, 2, 5), randomSeq(rng, 3, 2, 4), randomSeq(rng, 3, 2, 1)}
 	p := newParams(m)
-	p.setConfusion(testConfusion)
+	p.setConfusion(testConfusion, 0)
 	acc, err := newEstepper(p, 2, len(seqs)).run(p, seqs)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +123,56 @@ func TestConfusedCountsBruteForce(t *testing.T) {
 	}
 }
 
+// With a beam, the pass is exact for the model whose emission is 0 at the
+// (step, token) pairs it dropped.
+func TestConfusedBeamBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 1))
+	m := randomModel(rng, []int{2, 1, 2}, 2, 2, false)
+	p := newParams(m)
+	p.setConfusion(testConfusion, 0.2)
+	dropped := 0
+	for range 20 {
+		seq := randomSeq(rng, 3, 2, 6)
+		var w fbWork
+		acc := newAccum(p)
+		if _, ok := p.expectConf(seq, &w, acc); !ok {
+			t.Fatal("zero probability")
+		}
+		kept := map[[2]int]bool{}
+		for s, o := range seq.Obs {
+			for ci, c := range p.cands[o] {
+				if w.live[w.coff[s]+ci] {
+					kept[[2]int{s, c.k}] = true
+				} else {
+					dropped++
+				}
+			}
+		}
+		z, xi, _, last, conf := bruteEmit(m, seq, func(s, k int) float64 {
+			if !kept[[2]int{s, k}] {
+				return 0
+			}
+			return testConfusion[k][seq.Obs[s]]
+		})
+		if math.Abs(acc.ll-math.Log(z)) > 1e-12 {
+			t.Errorf("ℓ %.15g, brute force %.15g", acc.ll, math.Log(z))
+		}
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{{"ξ", acc.counts, xi}, {"γ_T", acc.last, last}, {"conf", acc.conf, conf}} {
+			for i := range c.got {
+				if math.Abs(c.got[i]-c.want[i]) > 1e-12 {
+					t.Fatalf("%s[%d] = %.15g, brute force %.15g", c.name, i, c.got[i], c.want[i])
+				}
+			}
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("the beam dropped nothing: the test tests nothing")
+	}
+}
+
 // With C = I the confused pass is the hard-token pass.
 func TestConfusedIdentityIsHard(t *testing.T) {
 	_, seqs := walkData(22, aliased3x3, 2, 400)
@@ -125,7 +180,7 @@ func TestConfusedIdentityIsHard(t *testing.T) {
 	id := [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
 	hard := newParams(m)
 	conf := newParams(m)
-	conf.setConfusion(id)
+	conf.setConfusion(id, 0)
 	a, err := newEstepper(hard, 1, len(seqs)).run(hard, seqs)
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +271,7 @@ func TestTrainEMConfusionErrors(t *testing.T) {
 		{EMConfig{Confusion: [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 1, 0}}}, "column 2 is zero"},
 		{EMConfig{Confusion: testConfusion, ViterbiIters: 5}, "ViterbiIters 5 with a confusion matrix"},
 		{EMConfig{LearnConfusion: true}, "LearnConfusion needs a Confusion"},
+		{EMConfig{Confusion: testConfusion, ConfusionBeam: 0.5}, "ConfusionBeam 0.5"},
 	} {
 		_, err := TrainEM(m, seqs, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -49,8 +49,26 @@ const (
 // Diagnose computes the Diagnosis of m on its training walks and held-out walks of
 // the same world (heldOut may be empty), on workers goroutines (<= 0: GOMAXPROCS).
 func Diagnose(m *Model, train, heldOut []Sequence, workers int) (*Diagnosis, error) {
+	return DiagnoseConfused(m, train, heldOut, nil, workers)
+}
+
+// DiagnoseConfused is Diagnose of a map that reads its tokens through the confusion
+// matrix c (EMConfig.Confusion; nil: hard tokens): the likelihoods are under c
+// (ConfusedLogLikelihoods) and the paths are Decode's under Confused emissions.
+func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, workers int) (*Diagnosis, error) {
 	d := &Diagnosis{FullTokens: []int{}}
-	ll, err := LogLikelihood(m, train)
+	logLik := LogLikelihood
+	if c != nil {
+		logLik = func(m *Model, seqs []Sequence) (float64, error) {
+			lls, err := ConfusedLogLikelihoods(m, seqs, c, workers)
+			var ll float64
+			for _, v := range lls {
+				ll += v
+			}
+			return ll, err
+		}
+	}
+	ll, err := logLik(m, train)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +84,7 @@ func Diagnose(m *Model, train, heldOut []Sequence, workers int) (*Diagnosis, err
 		for _, s := range heldOut {
 			n += s.Len()
 		}
-		hl, err := LogLikelihood(m, heldOut)
+		hl, err := logLik(m, heldOut)
 		switch {
 		case errors.Is(err, ErrZeroProbability):
 			d.HeldOutZero = true
@@ -77,9 +95,21 @@ func Diagnose(m *Model, train, heldOut []Sequence, workers int) (*Diagnosis, err
 		}
 		d.HeldOutSteps = n
 	}
-	paths, _, err := ViterbiAll(m, train, workers)
-	if err != nil {
-		return nil, err
+	var paths [][]int
+	if c == nil {
+		if paths, _, err = ViterbiAll(m, train, workers); err != nil {
+			return nil, err
+		}
+	} else {
+		paths = make([][]int, len(train))
+		err := parallel(len(train), workerCount(workers, len(train)), func(_, q int) error {
+			var err error
+			paths[q], _, err = Decode(m, Confused{Tokens: train[q].Obs, C: c}, train[q].Actions)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	n := m.N()
 	trans := m.Transitions()

@@ -103,3 +103,36 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// DiagnoseConfused with C = I is Diagnose; through a noisy C a step the map forbids
+// is a misread, with finite bits and a path that reads it as the other token.
+func TestDiagnoseConfused(t *testing.T) {
+	m := alternator()
+	train := []Sequence{{Obs: []int{0, 1, 0, 1, 0}, Actions: []int{0, 0, 1, 1}}}
+	held := []Sequence{{Obs: []int{1, 0, 0}, Actions: []int{0, 1}}}
+	want, err := Diagnose(m, train, held, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DiagnoseConfused(m, train, held, [][]float64{{1, 0}, {0, 1}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.TrainBits-want.TrainBits) > 1e-12 || math.Abs(got.HeldOutBits-want.HeldOutBits) > 1e-12 ||
+		got.Determinism != want.Determinism || !slices.Equal(got.Visits, want.Visits) || got.UsedClones != want.UsedClones {
+		t.Errorf("under I: %+v, want %+v", got, want)
+	}
+	noisy := [][]float64{{0.9, 0.1}, {0.1, 0.9}}
+	forbid := []Sequence{{Obs: []int{1, 1}, Actions: []int{1}}}
+	d, err := DiagnoseConfused(m, forbid, forbid, noisy, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lls, _ := ConfusedLogLikelihoods(m, forbid, noisy, 1)
+	if d.HeldOutZero || !(d.TrainBits > 0) || math.Abs(d.TrainBits-(-lls[0]/2/math.Ln2)) > 1e-12 {
+		t.Errorf("through C: train bits %v (ℓ %v), held-out zero %v", d.TrainBits, lls[0], d.HeldOutZero)
+	}
+	if d.Visits[0]+d.Visits[1] != 2 || d.Visits[0] == 0 {
+		t.Errorf("visits %v: the path should read one of the two 1s as a 0", d.Visits)
+	}
+}

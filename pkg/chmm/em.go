@@ -54,6 +54,10 @@ type EMConfig struct {
 	// LearnConfusion re-estimates C after every M-step (over its nonzero
 	// entries); History.Confusion holds the result. Confusion is not modified.
 	LearnConfusion bool
+	// ConfusionBeam drops, at each step, the candidate tokens that hold less than
+	// this share of the forward pass's filtered mass (see confusion.go); 0 keeps
+	// them all. Must be in [0, 0.5).
+	ConfusionBeam float64
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
@@ -110,6 +114,9 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		if cfg.ViterbiIters > 0 {
 			return nil, fmt.Errorf("chmm: TrainEM: ViterbiIters %d with a confusion matrix: the hard phase reads hard tokens, want 0", cfg.ViterbiIters)
 		}
+		if !(cfg.ConfusionBeam >= 0 && cfg.ConfusionBeam < 0.5) {
+			return nil, fmt.Errorf("chmm: TrainEM: ConfusionBeam %v, want a number in [0, 0.5)", cfg.ConfusionBeam)
+		}
 		conf, prevConf = cloneRows(cfg.Confusion), cloneRows(cfg.Confusion)
 	} else if cfg.LearnConfusion {
 		return nil, fmt.Errorf("chmm: TrainEM: LearnConfusion needs a Confusion to start from")
@@ -122,7 +129,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	h := &History{Stop: "no iterations", Confusion: conf}
 	newP := func() *params {
 		p := newParams(m)
-		p.setConfusion(conf)
+		p.setConfusion(conf, cfg.ConfusionBeam)
 		return p
 	}
 	steps := 0

@@ -33,6 +33,7 @@ type params struct {
 	cands     [][]candidate
 	active    []int
 	maxActive int
+	beam      float64 // drop a candidate holding less than this share of α̂_t (confusion.go)
 }
 
 func newParams(m *Model) *params {
@@ -64,6 +65,8 @@ type fbWork struct {
 
 	betaAll []float64 // expectSplit: β̃_t for all t, laid out like alpha
 	tmp     []float64 // expectConf: one block's β̂ (max C)
+	live    []bool    // under a confusion matrix: candidate kept at step t, live[coff[t]+c]
+	coff    []int
 }
 
 func (w *fbWork) reset(p *params, seq Sequence) {

@@ -44,6 +44,13 @@ type Training struct {
 	// GrowChecks are a pixel run's checks of a finalisation budget that bound
 	// (pipeline.Config.FinalGrow), in order.
 	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
+	// HeldOutBits are a pixel run's EM finalisation (pipeline.FinalEM) bits per step on
+	// the held-out ends of the training walks after each split round, from one clone
+	// per token; Doublings is the round kept.
+	HeldOutBits []float64 `json:"held_out_bits,omitempty"`
+	// Confusion is the token confusion matrix C[k][o] that the map reads its tokens
+	// through (pipeline.FinalEM); nil for hard tokens.
+	Confusion [][]float64 `json:"confusion,omitempty"`
 	// Pruned is the number of states that finalisation removed as unused.
 	Pruned int `json:"pruned,omitempty"`
 	// Runs are the HMM trainer's runs that made the final map, in order (symbolic:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
@@ -30,7 +31,8 @@ import (
 // learned from C[k][k] = 0.9 and 0.1/(K−1) everywhere else, its entries below 1e-3
 // dropped after every training (label-free); the bits per step are
 // then of the noisy tokens under C, and the clones kept are those with at least 1%
-// of their token's expected visits (chmm.ExpectedVisits).
+// of their token's expected visits (chmm.ExpectedVisits). NOISY_SPLIT_BEAM sets
+// chmm.EMConfig.ConfusionBeam (default 0).
 func TestNoisySplitStudy(t *testing.T) {
 	name := os.Getenv("NOISY_SPLIT_ENV")
 	if name == "" {
@@ -52,6 +54,13 @@ func TestNoisySplitStudy(t *testing.T) {
 	mode := os.Getenv("NOISY_SPLIT_CONF")
 	if mode != "" && mode != "oracle" && mode != "learn" && mode != "full" {
 		t.Fatalf("NOISY_SPLIT_CONF=%q: want oracle, learn or full", mode)
+	}
+	beam := 0.0
+	if v := os.Getenv("NOISY_SPLIT_BEAM"); v != "" {
+		var err error
+		if beam, err = strconv.ParseFloat(v, 64); err != nil || !(beam >= 0 && beam < 0.5) {
+			t.Fatalf("NOISY_SPLIT_BEAM=%q: want a number in [0, 0.5)", v)
+		}
 	}
 	env, err := Symbolic{Env: name}.Environment()
 	if err != nil {
@@ -120,6 +129,7 @@ func TestNoisySplitStudy(t *testing.T) {
 	tr := Training{Trainer: TrainerEM, Seed: def.Seed, Iters: DoublingIters, Full: true, Pseudocount: def.Pseudocount, Restarts: 1}
 	split := rand.New(rand.NewPCG(def.Seed, 99))
 	for round := 0; round <= rounds; round++ {
+		t0 := time.Now()
 		lls := chmm.SequenceLogLikelihoods
 		if conf == nil {
 			if m, _, _, err = TrainSymbolic(m, start, tr, nil); err != nil {
@@ -128,7 +138,7 @@ func TestNoisySplitStudy(t *testing.T) {
 		} else {
 			ec := chmm.DefaultEMConfig()
 			ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters, ec.Seed = DoublingIters, -1, def.Pseudocount, 0, def.Seed
-			ec.Confusion, ec.LearnConfusion = conf, mode != "oracle"
+			ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, mode != "oracle", beam
 			h, err := chmm.TrainEM(m, start, ec)
 			if err != nil {
 				t.Fatal(err)
@@ -155,8 +165,8 @@ func TestNoisySplitStudy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("%s p=%.2f %s round %d: N %d, %.4f bits/step on 90%% of the walks, %.4f on their ends; map F1 %.3f, purity %.3f\n",
-			name, p, mode, round, m.N(), -fit/float64(steps)/math.Ln2, -end/float64(held)/math.Ln2, run.Report.ViterbiMap.F1, run.Report.StatePlacePurity)
+		fmt.Printf("%s p=%.2f %s round %d: N %d, %.4f bits/step on 90%% of the walks, %.4f on their ends; map F1 %.3f, purity %.3f; %.0f s\n",
+			name, p, mode, round, m.N(), -fit/float64(steps)/math.Ln2, -end/float64(held)/math.Ln2, run.Report.ViterbiMap.F1, run.Report.StatePlacePurity, time.Since(t0).Seconds())
 		var keep []bool
 		if conf == nil {
 			visits, err := chmm.ViterbiVisits(m, start, 0)

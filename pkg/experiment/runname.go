@@ -80,6 +80,12 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.FinalGrow != d.FinalGrow {
 		name += fmt.Sprintf("_grow%d", cfg.FinalGrow)
 	}
+	if cfg.FinalTrainer != d.FinalTrainer {
+		name += "_final" + cfg.FinalTrainer
+	}
+	if cfg.FinalTrainer == pipeline.FinalEM && cfg.FinalDoublings != d.FinalDoublings {
+		name += fmt.Sprintf("_doublings%d", cfg.FinalDoublings)
+	}
 	if cfg.GradFrames != d.GradFrames {
 		name += fmt.Sprintf("_grad%d", cfg.GradFrames)
 	}

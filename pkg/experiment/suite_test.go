@@ -70,6 +70,8 @@ func TestRunName(t *testing.T) {
 		{"the MLP's α_div end on conv", func(c *pipeline.Config) { c.AlphaDivEnd = 0.1 }, "aliased_mnist_seed1_divend0.1"},
 		{"conv's α_div end on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.AlphaDivEnd = 0.03 }, "aliased_mnist_seed1_mlp_divend0.03"},
 		{"a fixed finalisation budget", func(c *pipeline.Config) { c.FinalGrow = 0 }, "aliased_mnist_seed1_grow0"},
+		{"the EM finalisation", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM) }, "aliased_mnist_seed1_finalem"},
+		{"the EM finalisation, 4 doublings", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.FinalDoublings = 4 }, "aliased_mnist_seed1_finalem_doublings4"},
 	} {
 		c2 := cfg
 		c.change(&c2)

@@ -38,6 +38,38 @@ const (
 	GrowGain    = 0.01
 )
 
+// Finalisation trainers (Config.FinalTrainer).
+const (
+	// FinalGradient trains the map by Adam on the hard tokens (the paper), on a budget
+	// by token share that may grow (FinalClones, FinalGrow) and is pruned (FinalPrune).
+	FinalGradient = "gradient"
+	// FinalEM trains the map by EM through a learned token confusion matrix C, from one
+	// clone per token split while the held-out end of the training walks improves
+	// (FinalDoublings; runner.finaliseEM): a misread token is explained by C instead of
+	// by a clone.
+	FinalEM = "em"
+
+	// FinalEMIters is WithFinalTrainer's FinalIters for FinalEM: soft EM iterations per
+	// split round, as experiment.DoublingIters.
+	FinalEMIters = 300
+	// DefaultFinalDoublings is DefaultConfig's FinalDoublings.
+	DefaultFinalDoublings = 12
+	// SplitGain is the bits per held-out step that a split round must save for FinalEM
+	// to split again.
+	SplitGain = 0.002
+	// ConfusionMin drops the entries of the learned confusion matrix below it after
+	// every split round (they cost time and explain nothing), and ConfusionBeam is the
+	// share of the filtered mass below which a candidate token is skipped at a step
+	// (chmm.EMConfig.ConfusionBeam).
+	ConfusionMin  = 1e-3
+	ConfusionBeam = 1e-6
+	// FinalEMPseudocount is FinalEM's pseudocount, the original CSCG's for rooms.
+	FinalEMPseudocount = 2e-3
+	// ConfusionMeta is the key of the model file's metadata that holds the confusion
+	// matrix a FinalEM map reads its tokens through (JSON, [K][K]).
+	ConfusionMeta = "confusion"
+)
+
 // Read-outs of the held-out episode (Config.Decode).
 const (
 	DecodeSoft = "soft"
@@ -154,6 +186,12 @@ type Config struct {
 	StopChurn float64 `json:"stop_churn"`
 
 	// Phase 3: finalisation (encoder frozen, hard tokens, full episodes).
+	// FinalTrainer is FinalGradient (default, the paper) or FinalEM. FinalEM starts from
+	// one clone per token and ignores FinalBudget, FinalClones, FinalLR, FinalEntropy,
+	// FinalPatience, FinalTol, FinalSplits, FinalPrune and FinalGrow.
+	FinalTrainer string `json:"final_trainer"`
+	// FinalDoublings bounds FinalEM's split rounds (12).
+	FinalDoublings int `json:"final_doublings"`
 	// FinalBudget is FinalFromJoint (continue from the joint phase's (π, Θ) and clone
 	// layout: the paper) or BudgetShare (default): re-allocate FinalClones·K' clones in
 	// proportion to each token's share of the training frames under the final encoder
@@ -163,7 +201,7 @@ type Config struct {
 	// without labels.
 	FinalBudget   string  `json:"final_budget"`
 	FinalClones   int     `json:"final_clones"`   // mean clones per token for BudgetShare (2× the env's budget)
-	FinalIters    int     `json:"final_iters"`    // at most this many Adam iterations (1000)
+	FinalIters    int     `json:"final_iters"`    // at most this many Adam iterations (1000); FinalEM: soft EM iterations per split round (FinalEMIters)
 	FinalLR       float64 `json:"final_lr"`       // Adam rate on the logits (0.1)
 	FinalEntropy  float64 `json:"final_entropy"`  // transition-entropy weight η (1e-3)
 	FinalPatience int     `json:"final_patience"` // iterations of a plateau (100)
@@ -263,6 +301,7 @@ func ConfigFor(e *gridworld.Env) Config {
 		JointLR: 3e-4, HMMLRFactor: 100,
 		GradFrames: DefaultGradFrames(string(v.Arch)), CollapseLevel: DefaultCollapseLevel(string(v.Arch)), MaxInterventions: 4,
 		CollapseFrac: 0, ThrottleFactor: 0.5, CheckpointEvery: 50,
+		FinalTrainer: FinalGradient, FinalDoublings: DefaultFinalDoublings,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
 		FinalIters: 1000, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalTol: 1e-3, FinalSplits: 5,
 		FinalPrune: 0.001, FinalPruneIters: 300, FinalGrow: DefaultFinalGrow,
@@ -328,6 +367,9 @@ func (c Config) Validate() error {
 	add(c.ThrottleFactor > 0 && c.ThrottleFactor <= 1, "throttle_factor=%g (need 0 < f ≤ 1)", c.ThrottleFactor)
 	add(c.CheckpointEvery >= 1, "checkpoint_every=%d (need ≥ 1)", c.CheckpointEvery)
 	add(c.StopChurn >= 0 && c.StopChurn <= 1, "stop_churn=%g (need 0..1)", c.StopChurn)
+	add(c.FinalTrainer == FinalGradient || c.FinalTrainer == FinalEM, "final_trainer=%q (want %q or %q)", c.FinalTrainer, FinalGradient, FinalEM)
+	add(c.FinalDoublings >= 0 && c.FinalDoublings <= 16, "final_doublings=%d (need 0..16)", c.FinalDoublings)
+	add(c.FinalTrainer != FinalEM || c.FinalIters >= 1, "final_iters=%d (final_trainer %q needs ≥ 1)", c.FinalIters, FinalEM)
 	add(c.FinalBudget == FinalFromJoint || c.FinalBudget == BudgetShare, "final_budget=%q (want %q or %q)", c.FinalBudget, FinalFromJoint, BudgetShare)
 	add((c.FinalClones >= 1 || c.FinalBudget != BudgetShare) && c.FinalClones <= 2000, "final_clones=%d (need 1..2000)", c.FinalClones)
 	add(c.FinalGrow >= 0 && c.FinalGrow <= 6, "final_grow=%d (need 0..6)", c.FinalGrow)
@@ -400,12 +442,13 @@ func decodeOnto(base Config, raw []byte, path string) (Config, error) {
 var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
-	"final_tol": true, "stop_churn": true, "final_grow": true,
+	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
 }
 
 // runConfigLegacy is what the fields that older versions fixed in code meant when a
-// run directory's config.json lacks them: final_tol was 1e-5.
-var runConfigLegacy = Config{FinalTol: 1e-5}
+// run directory's config.json lacks them: final_tol was 1e-5, and the finalisation
+// was the gradient trainer's.
+var runConfigLegacy = Config{FinalTol: 1e-5, FinalTrainer: FinalGradient}
 
 // readRunConfig reads the config.json of a run directory exactly as it was written: a
 // missing field is not filled from today's defaults (which would resume or describe the
@@ -586,6 +629,18 @@ func (c Config) WithArch(arch string) Config {
 	c.GradFrames = DefaultGradFrames(arch)
 	c.CollapseLevel = DefaultCollapseLevel(arch)
 	c.AlphaDivEnd = DefaultAlphaDivEnd(arch)
+	return c
+}
+
+// WithFinalTrainer returns c finalised by trainer (FinalGradient or FinalEM) with that
+// trainer's FinalIters (1000 Adam iterations, or FinalEMIters EM iterations per split
+// round).
+func (c Config) WithFinalTrainer(trainer string) Config {
+	c.FinalTrainer = trainer
+	c.FinalIters = 1000
+	if trainer == FinalEM {
+		c.FinalIters = FinalEMIters
+	}
 	return c
 }
 

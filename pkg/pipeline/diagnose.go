@@ -7,7 +7,8 @@ import (
 
 // Diagnose is chmm.Diagnose of a run's map from its own data, without labels: the
 // HMM on the hard tokens the final encoder gives the training episodes' frames, and
-// on those of the held-out episode's test images, with its verdict
+// on those of the held-out episode's test images (through the map's confusion matrix,
+// MapConfusion, if it has one), with its verdict
 // (Judge(chmm.NoisyTokens)). The evaluation phase stores it in the report.
 func Diagnose(res *Result) (*chmm.Diagnosis, error) {
 	d, err := loadData(res.Config)
@@ -30,7 +31,11 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model) (*chmm.Diag
 	if err != nil {
 		return nil, err
 	}
-	dg, err := chmm.Diagnose(hmm, d.sequences(tokens), []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, 0)
+	conf, err := MapConfusion(hmm)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := chmm.DiagnoseConfused(hmm, d.sequences(tokens), []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, conf, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 
@@ -48,13 +49,20 @@ func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (token
 }
 
 // Viterbi is Decode's read-out for tokens and logRho already encoded: chmm.Decode
-// with the emissions of decode.
+// with the emissions of decode. A map that reads its tokens through a confusion
+// matrix (FinalEM, MapConfusion) reads the hard tokens through it.
 func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, decode string) ([]int, error) {
+	conf, err := MapConfusion(hmm)
+	if err != nil {
+		return nil, err
+	}
 	var e chmm.Emissions
-	switch decode {
-	case DecodeHard:
+	switch {
+	case decode == DecodeHard && conf != nil:
+		e = chmm.Confused{Tokens: tokens, C: conf}
+	case decode == DecodeHard:
 		e = chmm.Tokens(tokens)
-	case DecodeSoft:
+	case decode == DecodeSoft:
 		e = chmm.LogRho(logRho)
 	default:
 		return nil, fmt.Errorf("pipeline: read-out %q (want %q or %q)", decode, DecodeSoft, DecodeHard)
@@ -73,4 +81,21 @@ func (r *Result) ReadOut() string {
 		return r.Report.Decode
 	}
 	return r.Config.Decode
+}
+
+// MapConfusion returns the confusion matrix C[k][o] that hmm reads its tokens through
+// (ConfusionMeta, written by a FinalEM finalisation), or nil.
+func MapConfusion(hmm *chmm.Model) ([][]float64, error) {
+	raw, ok := hmm.Meta[ConfusionMeta]
+	if !ok {
+		return nil, nil
+	}
+	var c [][]float64
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return nil, fmt.Errorf("pipeline: the map's confusion matrix: %w", err)
+	}
+	if err := chmm.ValidateConfusion(c, hmm.K()); err != nil {
+		return nil, fmt.Errorf("pipeline: the map's confusion matrix: %w", err)
+	}
+	return c, nil
 }

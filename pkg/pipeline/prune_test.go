@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -126,5 +127,97 @@ func TestFinalGrow(t *testing.T) {
 		if most := 4 << c.rounds; hmm.N()-1 > most || c.rounds > 0 && hmm.N()-1 <= most/2 {
 			t.Errorf("%s: %d clones after %d doublings of 4", c.name, hmm.N()-1, c.rounds)
 		}
+	}
+}
+
+// TestFinaliseEM: on aliased walks whose tokens are misread with probability 0.08 (to
+// the next token), the EM finalisation learns C (diagonal 0.92 ± 0.02, the misread
+// entry 0.08 ± 0.02) and a map whose Viterbi path through C on a clean walk is one
+// state per place; it splits while the held-out ends improve by SplitGain and keeps
+// the cheapest round's map, and the run directory's model file carries C.
+func TestFinaliseEM(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const flip = 0.08
+	rng := gridworld.NewRand(5)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, 4000)
+		obs := slices.Clone(ep.Obs)
+		for i, o := range obs {
+			if rng.Float64() < flip {
+				obs[i] = (o + 1) % 4
+			}
+		}
+		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.WithFinalTrainer(FinalEM)
+	cfg.FinalIters = 100
+	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}}
+	hmm, err := r.finaliseEM(seqs, 4, env.NumActions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := r.st.Made
+	bits := made.HeldOutBits
+	if len(bits) < 2 || len(made.Runs) != len(bits) || made.Doublings != slices.Index(bits, slices.Min(bits)) {
+		t.Fatalf("held-out bits %v, %d runs, round %d kept", bits, len(made.Runs), made.Doublings)
+	}
+	t.Logf("held-out bits per round %.4f, round %d kept (%d states)", bits, made.Doublings, hmm.N())
+	last := len(bits) - 1
+	best := slices.Min(bits[:last])
+	if last < cfg.FinalDoublings && best-bits[last] >= SplitGain {
+		t.Errorf("stopped after round %d although it gained %.4f bits", last, best-bits[last])
+	}
+	for i := 1; i < last; i++ {
+		if slices.Min(bits[:i])-bits[i] < SplitGain {
+			t.Errorf("went on after round %d, which gained less than %g: %v", i, SplitGain, bits)
+		}
+	}
+	c := made.Confusion
+	for k := range 4 {
+		if math.Abs(c[k][k]-(1-flip)) > 0.02 || math.Abs(c[k][(k+1)%4]-flip) > 0.02 {
+			t.Errorf("learned C[%d] = %.3f, want %.2f at %d and %.2f at %d", k, c[k], 1-flip, k, flip, (k+1)%4)
+		}
+	}
+	clean := env.Walk(gridworld.NewRand(6), 3000)
+	states, _, err := chmm.Decode(hmm, chmm.Confused{Tokens: clean.Obs, C: c}, clean.Actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placeOf := map[int]map[int]int{} // state → place → visits
+	for i, s := range states {
+		if placeOf[s] == nil {
+			placeOf[s] = map[int]int{}
+		}
+		placeOf[s][clean.Places[i]]++
+	}
+	top := 0
+	for _, m := range placeOf {
+		best := 0
+		for _, n := range m {
+			best = max(best, n)
+		}
+		top += best
+	}
+	if pur := float64(top) / float64(len(states)); pur < 0.99 {
+		t.Errorf("state→place purity %.3f on a clean walk, want ≥ 0.99 (%d states, %d used)", pur, hmm.N(), len(placeOf))
+	}
+	hmm.Meta = map[string]string{}
+	b, _ := json.Marshal(c)
+	hmm.Meta[ConfusionMeta] = string(b)
+	got, err := MapConfusion(hmm)
+	if err != nil || !slices.EqualFunc(got, c, func(a, b []float64) bool { return slices.Equal(a, b) }) {
+		t.Errorf("MapConfusion: %v, %v", got, err)
+	}
+	hmm.Meta[ConfusionMeta] = "[[1]]"
+	if _, err := MapConfusion(hmm); err == nil || !strings.Contains(err.Error(), "confusion matrix for K=4") {
+		t.Errorf("a 1×1 matrix for K=4: %v", err)
 	}
 }

@@ -1060,10 +1060,23 @@ func (r *runner) final() error {
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
 	}
-	if hmm, err = r.finalise(r.d.sequences(tokens), share, hmm); err != nil {
+	if cfg.FinalTrainer == FinalEM {
+		hmm, err = r.finaliseEM(r.d.sequences(tokens), hmm.K(), hmm.NumActions)
+	} else {
+		hmm, err = r.finalise(r.d.sequences(tokens), share, hmm)
+	}
+	if err != nil {
 		return err
 	}
+	conf := r.st.Made.Confusion
 	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
+	if conf != nil {
+		b, err := json.Marshal(conf)
+		if err != nil {
+			return err
+		}
+		hmm.Meta[ConfusionMeta] = string(b)
+	}
 	if err := hmm.Save(r.path(CHMMFile)); err != nil {
 		return err
 	}
@@ -1155,6 +1168,169 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 	return hmm, nil
 }
 
+// finaliseEM is the finalisation by EM through a learned confusion matrix (FinalEM).
+// From one clone per token, EM (FinalIters soft iterations, pseudocount
+// FinalEMPseudocount, chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns
+// the map and C[k][o], the chance that a place of token k is read as o, on the first
+// 1 − GrowHoldOut of every training walk. C starts at 0.9 on the diagonal and 0.1/(K−1)
+// elsewhere; entries below ConfusionMin are dropped after each round. Then the clones
+// holding at least chmm.UsedShare of their token's expected visits are kept and split in
+// two (chmm.SplitAll) and EM trains on, while the held-out ends of the walks (scored
+// given their starts, under C) cost at least SplitGain bits per step less than the
+// best so far, at most FinalDoublings times. The map with the cheapest held-out ends
+// is kept, with its C in r.st.Made.Confusion.
+func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
+	cfg := r.cfg
+	start := make([]chmm.Sequence, len(seqs))
+	held := 0
+	for i, s := range seqs {
+		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
+		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
+		held += s.Len() - n
+	}
+	conf := make([][]float64, k)
+	for i := range conf {
+		conf[i] = make([]float64, k)
+		for o := range conf[i] {
+			conf[i][o] = 0.1 / float64(max(1, k-1))
+		}
+		conf[i][i] = 0.9
+		if k == 1 {
+			conf[i][i] = 1
+		}
+	}
+	ones := make([]int, k)
+	for i := range ones {
+		ones[i] = 1
+	}
+	m := chmm.New(ones, numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5b1e))
+	var best *chmm.Model
+	var bestConf [][]float64
+	bestBits, bestRound := math.Inf(1), 0
+	r.st.Made.HeldOutBits = nil
+	for round := 0; ; round++ {
+		ec := chmm.DefaultEMConfig()
+		ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
+		ec.Seed = cfg.Seed + uint64(round)<<32
+		ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, true, ConfusionBeam
+		label := fmt.Sprintf("finalise EM, round %d (%d states)", round, m.N())
+		var bar *progress.Bar
+		if r.out != nil {
+			bar = progress.New(r.out, label, ec.MaxIters).Every(2 * time.Second)
+		}
+		ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f", p.LogLik) }
+		ec.ProgressEvery = 1
+		h, err := chmm.TrainEM(m, start, ec)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+		r.recordFinal(h, label, "")
+		conf = h.Confusion
+		dropSmall(conf, ConfusionMin)
+		whole, err := chmm.ConfusedLogLikelihoods(m, seqs, conf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		begun, err := chmm.ConfusedLogLikelihoods(m, start, conf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		var nats float64
+		for i := range seqs {
+			nats += whole[i] - begun[i]
+		}
+		bits := -nats / float64(max(1, held)) / math.Ln2
+		r.st.Made.HeldOutBits = append(r.st.Made.HeldOutBits, bits)
+		gain := bestBits - bits
+		if bits < bestBits {
+			best, bestConf, bestBits, bestRound = m.Clone(), cloneMatrix(conf), bits, round
+		}
+		why := ""
+		switch {
+		case gain < SplitGain:
+			why = fmt.Sprintf("no gain of %g bits: the map of round %d kept", SplitGain, bestRound)
+		case round == cfg.FinalDoublings:
+			why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, bestRound)
+		}
+		visits, err := chmm.ExpectedVisits(m, start, conf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		keep, kept := keepShare(m, visits, chmm.UsedShare)
+		if r.out != nil {
+			fmt.Fprintf(r.out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
+			if why != "" {
+				fmt.Fprintf(r.out, ": %s\n", why)
+			} else {
+				fmt.Fprintf(r.out, ": split in two\n")
+			}
+		}
+		if why != "" {
+			break
+		}
+		if m, _, err = chmm.Prune(m, keep); err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+	}
+	r.st.Made.Doublings, r.st.Made.Confusion = bestRound, bestConf
+	return best, nil
+}
+
+// keepShare marks the clones with at least share of their token's expected visits,
+// each token's most visited clone and the sink, and counts the clones kept.
+func keepShare(m *chmm.Model, visits []float64, share float64) ([]bool, int) {
+	tok := make([]float64, m.K())
+	top := make([]int, m.K())
+	for i := range top {
+		top[i] = -1
+	}
+	for i, k := range m.StateTokens() {
+		if k >= 0 {
+			tok[k] += visits[i]
+			if top[k] < 0 || visits[i] > visits[top[k]] {
+				top[k] = i
+			}
+		}
+	}
+	keep, kept := make([]bool, m.N()), 0
+	for i, k := range m.StateTokens() {
+		keep[i] = k < 0 || i == top[k] || visits[i] >= share*tok[k]
+		if k >= 0 && keep[i] {
+			kept++
+		}
+	}
+	return keep, kept
+}
+
+// dropSmall sets the off-diagonal entries of c below min to 0 and renormalises the rows.
+func dropSmall(c [][]float64, min float64) {
+	for k, row := range c {
+		var s float64
+		for o, v := range row {
+			if o != k && v < min {
+				row[o] = 0
+			}
+			s += row[o]
+		}
+		for o := range row {
+			row[o] /= s
+		}
+	}
+}
+
+func cloneMatrix(c [][]float64) [][]float64 {
+	out := make([][]float64, len(c))
+	for i, r := range c {
+		out[i] = append([]float64(nil), r...)
+	}
+	return out
+}
+
 // maxFinalBytes bounds the memory of a finalisation whose budget grows
 // (Config.FinalGrow, chmm.TrainBytes): about 4,000 states over 4 × 10,000 steps.
 const maxFinalBytes = 6e9
@@ -1213,6 +1389,13 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 	if err != nil {
 		return err
 	}
+	r.recordFinal(h, label, event)
+	return nil
+}
+
+// recordFinal appends a finalisation training's iterations to the history as
+// finalisation records, numbered after the last one; event, if set, marks the first.
+func (r *runner) recordFinal(h *chmm.History, label, event string) {
 	r.st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop})
 	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
@@ -1227,7 +1410,6 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 		}
 		r.st.History = append(r.st.History, rec)
 	}
-	return nil
 }
 
 // trainShown trains hmm on seqs with gc behind a progress bar called label.

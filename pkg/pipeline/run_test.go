@@ -105,6 +105,9 @@ func TestConfigValidate(t *testing.T) {
 		{"collapse", func(c *Config) { c.CollapseFrac = 1 }, "collapse_frac"},
 		{"k", func(c *Config) { c.VQVAE.K = 1 }, "K=1"},
 		{"arch", func(c *Config) { c.VQVAE.Arch = "resnet" }, "Arch"},
+		{"final trainer", func(c *Config) { c.FinalTrainer = "adam" }, `final_trainer="adam" (want "gradient" or "em")`},
+		{"final doublings", func(c *Config) { c.FinalDoublings = 17 }, "final_doublings=17 (need 0..16)"},
+		{"EM iterations", func(c *Config) { *c = c.WithFinalTrainer(FinalEM); c.FinalIters = 0 }, `final_iters=0 (final_trainer "em" needs ≥ 1)`},
 	} {
 		c := base
 		tc.edit(&c)
