@@ -39,7 +39,11 @@
 // TrainEM is the original CSCG's Baum–Welch (George et al. 2021): soft EM with
 // a pseudocount until the likelihood stops increasing, then Viterbi (hard) EM
 // with pseudocount 0, which leaves exact zeros. DefaultEMConfig keeps π fixed
-// as the original does.
+// as the original does. With EMConfig.Confusion, tokens are read through a
+// confusion matrix C (a step observed as o may be any token k with C[k][o] > 0,
+// our addition for misread images): the recursions run over the union of the
+// candidate tokens' clone blocks, EM may learn C as well, and a beam drops the
+// candidates the forward pass has all but ruled out (confusion.go).
 //
 // TrainGradient is Adam on (π, Θ) with the loss −ℓ/T (per step), optionally
 // plus the transition-entropy term η·Σ_{a,i} w_{a,i} H(T[a,i,·]) where w_{a,i}

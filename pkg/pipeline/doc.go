@@ -61,6 +61,14 @@
 //     recovered; Fashion-MNIST's room leaves 8%, but its misread tokens predict worse
 //     with more clones, and it keeps its budget.
 //
+//     Config.FinalTrainer = FinalEM replaces all of this: EM through a learned token
+//     confusion matrix C (chmm.EMConfig.Confusion; C[k][o] is the chance that a place of
+//     token k is read as o), from one clone per token, the clones split in two while
+//     the held-out ends of the training walks improve by SplitGain bits per step
+//     (runner.finaliseEM). A misread is then explained by C, not by a clone. The map
+//     file carries C (ConfusionMeta); the hard read-out and the diagnosis read the
+//     tokens through it.
+//
 // # Defaults
 //
 // DefaultConfig departs from the paper's Table 1 where measurements said so: τ = 0.2,
