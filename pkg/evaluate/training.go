@@ -298,6 +298,20 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	if t.Doublings > 0 {
 		runs = append(runs, fmt.Sprintf("budget grown from one clone per token by %d split(s)", t.Doublings))
 	}
+	if len(t.HeldOutBits) > 0 {
+		b := make([]string, len(t.HeldOutBits))
+		for i, v := range t.HeldOutBits {
+			b[i] = fmt.Sprintf("%.4f", v)
+		}
+		runs = append(runs, fmt.Sprintf("held-out ends of the training walks %s bits/step after each split round", strings.Join(b, " → ")))
+	}
+	if c := t.Confusion; len(c) > 0 {
+		lo, hi := 1.0, 0.0
+		for k, row := range c {
+			lo, hi = min(lo, row[k]), max(hi, row[k])
+		}
+		runs = append(runs, fmt.Sprintf("tokens read through a learned %d×%d confusion matrix (diagonal %.3f–%.3f)", len(c), len(c), lo, hi))
+	}
 	for _, c := range t.GrowChecks {
 		verdict := "kept"
 		if c.Grown {

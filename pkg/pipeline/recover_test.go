@@ -36,6 +36,26 @@ func TestCISizedAliasedRecoversMap(t *testing.T) {
 	checkRecovered(t, rep, start)
 }
 
+// TestCISizedAliasedRecoversMapEM is TestCISizedAliasedRecoversMap with the EM
+// finalisation through a learned confusion matrix (FinalEM).
+func TestCISizedAliasedRecoversMapEM(t *testing.T) {
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = CISized(cfg).WithFinalTrainer(FinalEM)
+	if s, err := strconv.ParseUint(os.Getenv("GRADCSCG_SEED"), 10, 64); err == nil {
+		cfg.Seed = s
+	}
+	start := time.Now()
+	rep, err := Run(context.Background(), t.TempDir(), cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out bits per round %.4f, round %d kept, %d states; verdict: %s", rep.Training.HeldOutBits, rep.Training.Doublings, rep.NumStates, rep.Diagnosis.Verdict.Text)
+	checkRecovered(t, rep, start)
+}
+
 // TestCISizedForcedCollapseRecovers: the CI-sized aliased run of the test above, with a
 // collapse forced after joint iteration 210 (every encoder weight set to zero, so every
 // frame gets the same token), is detected, rolled back to the healthy checkpoint of
