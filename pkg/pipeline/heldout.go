@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -50,7 +51,10 @@ func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (token
 
 // Viterbi is Decode's read-out for tokens and logRho already encoded: chmm.Decode
 // with the emissions of decode. A map that reads its tokens through a confusion
-// matrix (FinalEM, MapConfusion) reads the hard tokens through it.
+// matrix C (FinalEM, MapConfusion) reads both through it: the hard tokens as
+// chmm.Confused, the soft posteriors as log Σ_o C[k][o] ρ_t(o) (throughConfusion).
+// Its token indices need not be the encoder's: EM may let the clones of a rarely seen
+// token stand for places of another (C[k][o] near 1 for o ≠ k).
 func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, decode string) ([]int, error) {
 	conf, err := MapConfusion(hmm)
 	if err != nil {
@@ -62,6 +66,8 @@ func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, dec
 		e = chmm.Confused{Tokens: tokens, C: conf}
 	case decode == DecodeHard:
 		e = chmm.Tokens(tokens)
+	case decode == DecodeSoft && conf != nil:
+		e = chmm.LogRho(throughConfusion(logRho, conf))
 	case decode == DecodeSoft:
 		e = chmm.LogRho(logRho)
 	default:
@@ -98,4 +104,23 @@ func MapConfusion(hmm *chmm.Model) ([][]float64, error) {
 		return nil, fmt.Errorf("pipeline: the map's confusion matrix: %w", err)
 	}
 	return c, nil
+}
+
+// throughConfusion returns log ρ'_t(k) = log Σ_o C[k][o] ρ_t(o): the encoder's
+// posterior over its codes o read as the map's tokens k (a soft Confused).
+func throughConfusion(logRho [][]float32, c [][]float64) [][]float32 {
+	out := make([][]float32, len(logRho))
+	for t, row := range logRho {
+		out[t] = make([]float32, len(c))
+		for k, ck := range c {
+			var p float64
+			for o, w := range ck {
+				if w > 0 {
+					p += w * math.Exp(float64(row[o]))
+				}
+			}
+			out[t][k] = float32(math.Log(p))
+		}
+	}
+	return out
 }

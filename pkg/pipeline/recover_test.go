@@ -52,7 +52,10 @@ func TestCISizedAliasedRecoversMapEM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("held-out bits per round %.4f, round %d kept, %d states; verdict: %s", rep.Training.HeldOutBits, rep.Training.Doublings, rep.NumStates, rep.Diagnosis.Verdict.Text)
+	t.Logf("held-out bits per round %.4f, round %d kept, %d states; C %.3f; verdict: %s", rep.Training.HeldOutBits, rep.Training.Doublings, rep.NumStates, rep.Training.Confusion, rep.Diagnosis.Verdict.Text)
+	if o := rep.OtherReadout; o != nil {
+		t.Logf("%s read-out: %+v", o.Decode, *o)
+	}
 	checkRecovered(t, rep, start)
 }
 
