@@ -235,3 +235,49 @@ func TestThroughConfusion(t *testing.T) {
 		}
 	}
 }
+
+// pieces halves the longest walk until every core has one, never below min steps, and
+// drops only the actions across the cuts.
+func TestPieces(t *testing.T) {
+	walk := func(n, from int) chmm.Sequence {
+		s := chmm.Sequence{Obs: make([]int, n), Actions: make([]int, n-1)}
+		for i := range s.Obs {
+			s.Obs[i] = from + i
+		}
+		for i := range s.Actions {
+			s.Actions[i] = from + i
+		}
+		return s
+	}
+	for _, c := range []struct {
+		lens   []int
+		n, min int
+		want   []int
+	}{
+		{[]int{100}, 2, 10, []int{50, 50}},
+		{[]int{100}, 4, 10, []int{25, 25, 25, 25}},
+		{[]int{100}, 4, 30, []int{50, 50}},
+		{[]int{100, 40}, 3, 10, []int{50, 50, 40}},
+		{[]int{100, 40}, 1, 10, []int{100, 40}},
+	} {
+		var seqs []chmm.Sequence
+		from := 0
+		for _, l := range c.lens {
+			seqs = append(seqs, walk(l, from))
+			from += l
+		}
+		got := pieces(seqs, c.n, c.min)
+		var lens []int
+		var obs []int
+		for _, s := range got {
+			lens = append(lens, s.Len())
+			obs = append(obs, s.Obs...)
+			if len(s.Actions) != s.Len()-1 || s.Actions[0] != s.Obs[0] || s.Actions[len(s.Actions)-1] != s.Obs[s.Len()-2] {
+				t.Errorf("%v into %d: a piece's actions %v do not follow its steps %v", c.lens, c.n, s.Actions, s.Obs)
+			}
+		}
+		if !slices.Equal(lens, c.want) || len(obs) != from || obs[0] != 0 || !slices.IsSorted(obs) {
+			t.Errorf("%v into %d (min %d): pieces %v, want %v", c.lens, c.n, c.min, lens, c.want)
+		}
+	}
+}

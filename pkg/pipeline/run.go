@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -1172,7 +1173,9 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 // From one clone per token, EM (FinalIters soft iterations, pseudocount
 // FinalEMPseudocount, chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns
 // the map and C[k][o], the chance that a place of token k is read as o, on the first
-// 1 − GrowHoldOut of every training walk. C starts at 0.9 on the diagonal and 0.1/(K−1)
+// 1 − GrowHoldOut of every training walk, cut into pieces of at least minPiece steps
+// so that every core has one (the forward–backward pass through C runs one goroutine
+// per sequence; a cut starts its piece afresh, from π). C starts at 0.9 on the diagonal and 0.1/(K−1)
 // elsewhere; entries below ConfusionMin are dropped after each round. Then the clones
 // holding at least chmm.UsedShare of their token's expected visits are kept and split in
 // two (chmm.SplitAll) and EM trains on, while the held-out ends of the walks (scored
@@ -1188,6 +1191,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
 		held += s.Len() - n
 	}
+	train := pieces(start, runtime.GOMAXPROCS(0), minPiece)
 	conf := make([][]float64, k)
 	for i := range conf {
 		conf[i] = make([]float64, k)
@@ -1221,7 +1225,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		}
 		ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f", p.LogLik) }
 		ec.ProgressEvery = 1
-		h, err := chmm.TrainEM(m, start, ec)
+		h, err := chmm.TrainEM(m, train, ec)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 		}
@@ -1254,7 +1258,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		case round == cfg.FinalDoublings:
 			why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, bestRound)
 		}
-		visits, err := chmm.ExpectedVisits(m, start, conf, 0)
+		visits, err := chmm.ExpectedVisits(m, train, conf, 0)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 		}
@@ -1279,6 +1283,32 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	}
 	r.st.Made.Doublings, r.st.Made.Confusion = bestRound, bestConf
 	return best, nil
+}
+
+// minPiece is the shortest piece finaliseEM cuts a training walk into.
+const minPiece = 10000
+
+// pieces cuts seqs into at least n sequences where each piece keeps at least min
+// steps: the longest sequence is halved until there are n or halving would pass min.
+func pieces(seqs []chmm.Sequence, n, min int) []chmm.Sequence {
+	out := slices.Clone(seqs)
+	for len(out) < n {
+		i := 0
+		for j, s := range out {
+			if s.Len() > out[i].Len() {
+				i = j
+			}
+		}
+		s := out[i]
+		h := s.Len() / 2
+		if h < min {
+			break
+		}
+		a := chmm.Sequence{Obs: s.Obs[:h], Actions: s.Actions[:h-1]}
+		b := chmm.Sequence{Obs: s.Obs[h:], Actions: s.Actions[h:]}
+		out = slices.Insert(slices.Delete(out, i, i+1), i, a, b)
+	}
+	return out
 }
 
 // keepShare marks the clones with at least share of their token's expected visits,
