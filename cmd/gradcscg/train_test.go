@@ -30,6 +30,8 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--dataset", "cifar"}, "dataset"},
 		{[]string{"--size", "huge"}, "--size"},
 		{[]string{"--decode", "fuzzy"}, "decode"},
+		{[]string{"--final-trainer", "adam"}, `final_trainer="adam" (want "gradient" or "em")`},
+		{[]string{"--final-doublings", "17"}, "--final-doublings 17: must be an integer in [0, 16]"},
 		{[]string{"--config", cfgPath}, "config.json"},
 		{[]string{"--config", filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{"--reevaluate", "--run", filepath.Join(dir, "norun")}, "norun"},
