@@ -11,44 +11,12 @@ import (
 // bruteCounts enumerates all state paths and returns the expected transition
 // counts ξ [A][N][N] and first-state posterior γ_1 [N] of one sequence.
 func bruteCounts(m *Model, seq Sequence) (xi, gamma1 []float64) {
-	pi, trans := refProbs(m)
-	n, tt := m.N(), len(seq.Obs)
-	xi = make([]float64, m.NumActions*n*n)
-	gamma1 = make([]float64, n)
-	path := make([]int, tt)
-	var z float64
-	var rec func(t int, p float64)
-	rec = func(t int, p float64) {
-		if p == 0 {
-			return
+	_, xi, gamma1, _, _ = bruteEmit(m, seq, func(t, k int) float64 {
+		if k == seq.Obs[t] {
+			return 1
 		}
-		if t == tt {
-			z += p
-			gamma1[path[0]] += p
-			for s := 0; s+1 < tt; s++ {
-				xi[(seq.Actions[s]*n+path[s])*n+path[s+1]] += p
-			}
-			return
-		}
-		for s := range n {
-			if !emits(m, s, seq.Obs[t]) {
-				continue
-			}
-			path[t] = s
-			if t == 0 {
-				rec(1, pi[s])
-			} else {
-				rec(t+1, p*trans[seq.Actions[t-1]][path[t-1]][s])
-			}
-		}
-	}
-	rec(0, 1)
-	for i := range xi {
-		xi[i] /= z
-	}
-	for i := range gamma1 {
-		gamma1[i] /= z
-	}
+		return 0
+	})
 	return xi, gamma1
 }
 

@@ -8,6 +8,38 @@ import (
 	"slices"
 )
 
+// KeepVisited marks, for Prune, the clones that hold at least minShare of their
+// token's visits (and some), each token's most visited clone and the sink, and counts
+// the clones kept. visits are per state: ViterbiVisits' counts or ExpectedVisits'
+// expectations.
+func KeepVisited[V int | float64](m *Model, visits []V, minShare float64) ([]bool, int) {
+	tok := make([]float64, m.K())
+	top := make([]int, m.K()) // most visited clone per token
+	for k := range top {
+		top[k] = -1
+	}
+	for i, k := range m.StateTokens() {
+		if k >= 0 {
+			tok[k] += float64(visits[i])
+			if top[k] < 0 || visits[i] > visits[top[k]] {
+				top[k] = i
+			}
+		}
+	}
+	keep, kept := make([]bool, m.N()), 0
+	for i, k := range m.StateTokens() {
+		if k < 0 {
+			keep[i] = true
+			continue
+		}
+		keep[i] = i == top[k] || (visits[i] > 0 && float64(visits[i]) >= minShare*tok[k])
+		if keep[i] {
+			kept++
+		}
+	}
+	return keep, kept
+}
+
 // Prune returns a copy of m restricted to the states s with keep[s] (len N; the
 // sink is always kept). Rows and columns of the removed states are dropped from π
 // and Θ, so every kept row is renormalised over the kept destinations:

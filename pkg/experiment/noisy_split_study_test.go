@@ -173,17 +173,13 @@ func TestNoisySplitStudy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			keep, _ = keepVisited(m, visits, 0)
+			keep, _ = chmm.KeepVisited(m, visits, 0)
 		} else {
 			ev, err := chmm.ExpectedVisits(m, start, conf, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			visits := make([]int, len(ev))
-			for i, v := range ev {
-				visits[i] = int(math.Round(v))
-			}
-			keep, _ = keepVisited(m, visits, 0.01)
+			keep, _ = chmm.KeepVisited(m, ev, 0.01)
 			if mode != "oracle" {
 				diag, entries := make([]string, K), 0
 				for k, row := range conf {

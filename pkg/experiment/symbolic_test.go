@@ -430,7 +430,7 @@ func TestKeepVisited(t *testing.T) {
 		// A share no clone reaches: each token keeps its most visited clone.
 		{0.9, []bool{false, true, false, false, true, false, true}, 2},
 	} {
-		keep, kept := keepVisited(m, visits, tc.share)
+		keep, kept := chmm.KeepVisited(m, visits, tc.share)
 		if !slices.Equal(keep, tc.want) || kept != tc.kept {
 			t.Errorf("share %g: keep %v (%d), want %v (%d)", tc.share, keep, kept, tc.want, tc.kept)
 		}

@@ -65,7 +65,7 @@ type Symbolic struct {
 	GrowRounds int `json:"grow_rounds,omitempty"`
 	// Doublings > 0 sizes the budget by splitting instead (one start): training starts
 	// from one clone per token; after each training the clones the training walks'
-	// Viterbi paths do not use are dropped (keepVisited) and every other is split in
+	// Viterbi paths do not use are dropped (chmm.KeepVisited) and every other is split in
 	// two (chmm.SplitAll), and training goes on from there, until the map predicts its
 	// training walks (FitBits; for EM, before or after ViterbiIters hard iterations run
 	// on a copy), or Doublings times. EM's trainings run Iters soft iterations (0:
@@ -428,7 +428,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if s.Trainer == TrainerGradient {
 			minShare = chmm.UsedShare
 		}
-		keep, kept := keepVisited(m, d.Visits, minShare)
+		keep, kept := chmm.KeepVisited(m, d.Visits, minShare)
 		// EM's hard phase, run on a copy after every training: the last training's
 		// hard phase, and a probe: a right map of a few hundred states keeps more than
 		// FitBits from the pseudocount, and its hard phase tells it.
@@ -492,37 +492,6 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept)
 		}
 	}
-}
-
-// keepVisited marks the clones that keep at least minShare of their token's
-// Viterbi visits and at least one (the separator always), and counts the clones
-// kept. A token's most visited clone is kept, so no token loses all its clones.
-func keepVisited(m *chmm.Model, visits []int, minShare float64) ([]bool, int) {
-	tok := make([]int, m.K())
-	top := make([]int, m.K()) // most visited clone per token
-	for k := range top {
-		top[k] = -1
-	}
-	for i, k := range m.StateTokens() {
-		if k >= 0 {
-			tok[k] += visits[i]
-			if top[k] < 0 || visits[i] > visits[top[k]] {
-				top[k] = i
-			}
-		}
-	}
-	keep, kept := make([]bool, m.N()), 0
-	for i, k := range m.StateTokens() {
-		if k < 0 {
-			keep[i] = true
-			continue
-		}
-		keep[i] = i == top[k] || (visits[i] > 0 && float64(visits[i]) >= minShare*float64(tok[k]))
-		if keep[i] {
-			kept++
-		}
-	}
-	return keep, kept
 }
 
 // maxStates is s.MaxStates, or MaxDoublingStates.

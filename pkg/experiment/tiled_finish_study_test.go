@@ -117,7 +117,7 @@ func TestTiledFinishStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, _ := keepVisited(m, d.Visits, chmm.UsedShare)
+	keep, _ := chmm.KeepVisited(m, d.Visits, chmm.UsedShare)
 	more, _, err := chmm.Prune(m, keep)
 	if err != nil {
 		t.Fatal(err)

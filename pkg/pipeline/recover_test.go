@@ -20,11 +20,20 @@ import (
 // F1 ≥ 0.98, state→place purity ≥ 0.95, action accuracy ≥ 0.97. Seeds 1–3 all pass
 // (55–80 s each with other jobs running); the test runs seed 1 (GRADCSCG_SEED overrides).
 func TestCISizedAliasedRecoversMap(t *testing.T) {
+	rep, start := ciAliased(t, FinalGradient)
+	checkRecovered(t, rep, start)
+}
+
+// ciAliased runs CI-sized aliased (seed 1, or GRADCSCG_SEED) finalised by trainer.
+func ciAliased(t *testing.T, trainer string) (*evaluate.Report, time.Time) {
+	t.Helper()
 	cfg, err := DefaultConfig("aliased")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg = CISized(cfg)
+	if cfg = CISized(cfg); trainer != cfg.FinalTrainer {
+		cfg = cfg.WithFinalTrainer(trainer)
+	}
 	if s, err := strconv.ParseUint(os.Getenv("GRADCSCG_SEED"), 10, 64); err == nil {
 		cfg.Seed = s
 	}
@@ -33,25 +42,13 @@ func TestCISizedAliasedRecoversMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRecovered(t, rep, start)
+	return rep, start
 }
 
 // TestCISizedAliasedRecoversMapEM is TestCISizedAliasedRecoversMap with the EM
 // finalisation through a learned confusion matrix (FinalEM).
 func TestCISizedAliasedRecoversMapEM(t *testing.T) {
-	cfg, err := DefaultConfig("aliased")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = CISized(cfg).WithFinalTrainer(FinalEM)
-	if s, err := strconv.ParseUint(os.Getenv("GRADCSCG_SEED"), 10, 64); err == nil {
-		cfg.Seed = s
-	}
-	start := time.Now()
-	rep, err := Run(context.Background(), t.TempDir(), cfg, progressOut())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, start := ciAliased(t, FinalEM)
 	t.Logf("held-out bits per round %.4f, round %d kept, %d states; C %.3f; verdict: %s", rep.Training.HeldOutBits, rep.Training.Doublings, rep.NumStates, rep.Training.Confusion, rep.Diagnosis.Verdict.Text)
 	if o := rep.OtherReadout; o != nil {
 		t.Logf("%s read-out: %+v", o.Decode, *o)

@@ -1184,13 +1184,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 // is kept, with its C in r.st.Made.Confusion.
 func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := r.cfg
-	start := make([]chmm.Sequence, len(seqs))
-	held := 0
-	for i, s := range seqs {
-		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
-		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
-		held += s.Len() - n
-	}
+	start, held := holdOutEnds(seqs)
 	train := pieces(start, runtime.GOMAXPROCS(0), minPiece)
 	conf := make([][]float64, k)
 	for i := range conf {
@@ -1262,7 +1256,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 		}
-		keep, kept := keepShare(m, visits, chmm.UsedShare)
+		keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
 		if r.out != nil {
 			fmt.Fprintf(r.out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
 			if why != "" {
@@ -1283,6 +1277,18 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	}
 	r.st.Made.Doublings, r.st.Made.Confusion = bestRound, bestConf
 	return best, nil
+}
+
+// holdOutEnds returns the first 1 − GrowHoldOut of every walk (at least 2 steps) and
+// the number of steps left out.
+func holdOutEnds(seqs []chmm.Sequence) (start []chmm.Sequence, held int) {
+	start = make([]chmm.Sequence, len(seqs))
+	for i, s := range seqs {
+		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
+		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
+		held += s.Len() - n
+	}
+	return start, held
 }
 
 // minPiece is the shortest piece finaliseEM cuts a training walk into.
@@ -1309,32 +1315,6 @@ func pieces(seqs []chmm.Sequence, n, min int) []chmm.Sequence {
 		out = slices.Insert(slices.Delete(out, i, i+1), i, a, b)
 	}
 	return out
-}
-
-// keepShare marks the clones with at least share of their token's expected visits,
-// each token's most visited clone and the sink, and counts the clones kept.
-func keepShare(m *chmm.Model, visits []float64, share float64) ([]bool, int) {
-	tok := make([]float64, m.K())
-	top := make([]int, m.K())
-	for i := range top {
-		top[i] = -1
-	}
-	for i, k := range m.StateTokens() {
-		if k >= 0 {
-			tok[k] += visits[i]
-			if top[k] < 0 || visits[i] > visits[top[k]] {
-				top[k] = i
-			}
-		}
-	}
-	keep, kept := make([]bool, m.N()), 0
-	for i, k := range m.StateTokens() {
-		keep[i] = k < 0 || i == top[k] || visits[i] >= share*tok[k]
-		if k >= 0 && keep[i] {
-			kept++
-		}
-	}
-	return keep, kept
 }
 
 // dropSmall sets the off-diagonal entries of c below min to 0 and renormalises the rows.
@@ -1464,13 +1444,7 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 // budget is kept if it costs at least GrowGain fewer bits per held-out step.
 func (r *runner) checkGrowth(seqs []chmm.Sequence, share []float64, clones, numActions int, gc chmm.GradConfig) (evaluate.GrowCheck, error) {
 	check := evaluate.GrowCheck{Clones: clones}
-	start := make([]chmm.Sequence, len(seqs))
-	held := 0
-	for i, s := range seqs {
-		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
-		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
-		held += s.Len() - n
-	}
+	start, held := holdOutEnds(seqs)
 	if held == 0 {
 		return check, nil
 	}
