@@ -19,10 +19,10 @@ import (
 //
 // restricted to C's nonzero entries (a zero stays a zero).
 //
-// A beam (EMConfig.ConfusionBeam) keeps the cost near the hard pass's: after the
-// forward pass normalises step t, a candidate whose clones hold less than the beam
-// of α̂_t is dropped at that step (its α̂ set to 0, the rest renormalised, ℓ charged
-// log(1 − dropped)), and neither pass multiplies its blocks. The result is the exact
+// A beam (EMConfig.ConfusionBeam) keeps the cost near the hard pass's: a candidate
+// whose clones would hold less than the beam of α_{t+1} is dropped at that step (its
+// α set to 0), and neither pass multiplies its blocks; the forward pass knows its
+// share before multiplying, from the mass each state's row sends to each token. The result is the exact
 // likelihood, posterior and counts of a model whose emission is 0 at the dropped
 // (step, token) pairs, so EM stays EM; beam 0 is the full model.
 
@@ -86,6 +86,18 @@ func (p *params) setConfusion(c [][]float64, beam float64) {
 		}
 		p.active[o] = off
 		p.maxActive = max(p.maxActive, off)
+		p.maxCands = max(p.maxCands, len(p.cands[o]))
+	}
+	p.rowTok = make([]float64, p.a*p.n*k)
+	for r := range p.a * p.n {
+		row := p.trans[r*p.n : (r+1)*p.n]
+		for kk := range k {
+			var m float64
+			for _, v := range row[p.first[kk] : p.first[kk]+p.size[kk]] {
+				m += v
+			}
+			p.rowTok[r*k+kk] = m
+		}
 	}
 }
 
@@ -111,6 +123,7 @@ func (w *fbWork) resetConf(p *params, seq Sequence) {
 	}
 	w.coff = append(w.coff, n)
 	w.live = growBool(w.live, n)
+	w.mass = grow(w.mass, p.maxCands)
 }
 
 func growBool(x []bool, n int) []bool {
@@ -125,7 +138,8 @@ func growBool(x []bool, n int) []bool {
 //	α_1(j)     = init(j) C[ω(j)][o_1]
 //	α_{t+1}(j) = C[ω(j)][o_{t+1}] Σ_i α̂_t(i) T[a_t, i, j],  i, j over the candidates' clones,
 //
-// with p.beam's candidates dropped (w.live records which were kept).
+// with p.beam's candidates dropped (w.live records which were kept): ℓ is exactly the
+// likelihood of the model whose emission is 0 at the dropped (step, token) pairs.
 func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, int, bool) {
 	w.resetConf(p, seq)
 	obs, acts := seq.Obs, seq.Actions
@@ -136,6 +150,24 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 			seg[i] = v * c.w
 		}
 	}
+	// Step 0's candidates are dropped by their mass; a later step's by the mass the
+	// step before sends them, w·Σ_i α̂_t(i) Σ_{j ∈ clones(k)} T[a_t,i,j] (p.rowTok),
+	// before their blocks are multiplied.
+	live0 := w.live[w.coff[0]:w.coff[1]]
+	var m0 float64
+	for ci, cd := range p.cands[obs[0]] {
+		w.mass[ci] = 0
+		for _, v := range a0[cd.off : cd.off+p.size[cd.k]] {
+			w.mass[ci] += v
+		}
+		m0 += w.mass[ci]
+	}
+	for ci, cd := range p.cands[obs[0]] {
+		if live0[ci] = w.mass[ci] > 0 && w.mass[ci] >= p.beam*m0; !live0[ci] {
+			clear(a0[cd.off : cd.off+p.size[cd.k]])
+		}
+	}
+	kk := len(p.size)
 	var ll float64
 	for t := 0; ; t++ {
 		cur := w.alpha[w.off[t]:w.off[t+1]]
@@ -146,21 +178,6 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 		if !(c > 0) {
 			return math.Inf(-1), t, false
 		}
-		live := w.live[w.coff[t]:w.coff[t+1]]
-		var dropped float64
-		for ci, cd := range p.cands[obs[t]] {
-			var m float64
-			seg := cur[cd.off : cd.off+p.size[cd.k]]
-			for _, v := range seg {
-				m += v
-			}
-			live[ci] = m >= p.beam*c && m > 0
-			if !live[ci] {
-				dropped += m
-				clear(seg)
-			}
-		}
-		c -= dropped
 		w.scale[t] = c
 		ll += math.Log(c)
 		inv := 1 / c
@@ -170,9 +187,30 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 		if t+1 == len(obs) {
 			return ll, 0, true
 		}
+		live := w.live[w.coff[t]:w.coff[t+1]]
+		liveNext := w.live[w.coff[t+1]:w.coff[t+2]]
+		dsts := p.cands[obs[t+1]]
+		var tot float64
+		for di, dst := range dsts {
+			var pm float64
+			for ci, src := range p.cands[obs[t]] {
+				if !live[ci] {
+					continue
+				}
+				r := p.rowTok[(acts[t]*p.n+p.first[src.k])*kk+dst.k:]
+				for i, v := range cur[src.off : src.off+p.size[src.k]] {
+					pm += v * r[i*kk]
+				}
+			}
+			w.mass[di] = dst.w * pm
+			tot += w.mass[di]
+		}
 		next := w.alpha[w.off[t+1]:w.off[t+2]]
 		clear(next)
-		for _, dst := range p.cands[obs[t+1]] {
+		for di, dst := range dsts {
+			if liveNext[di] = w.mass[di] > 0 && w.mass[di] >= p.beam*tot; !liveNext[di] {
+				continue
+			}
 			seg := next[dst.off : dst.off+p.size[dst.k]]
 			for ci, src := range p.cands[obs[t]] {
 				if !live[ci] {

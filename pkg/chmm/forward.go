@@ -33,7 +33,9 @@ type params struct {
 	cands     [][]candidate
 	active    []int
 	maxActive int
-	beam      float64 // drop a candidate holding less than this share of α̂_t (confusion.go)
+	maxCands  int       // max_o |cands[o]|
+	rowTok    []float64 // Σ_{j ∈ clones(k)} T[a,i,j], [A][N][K]
+	beam      float64   // drop a candidate holding less than this share of α̂_t (confusion.go)
 }
 
 func newParams(m *Model) *params {
@@ -67,6 +69,7 @@ type fbWork struct {
 	tmp     []float64 // expectConf: one block's β̂ (max C)
 	live    []bool    // under a confusion matrix: candidate kept at step t, live[coff[t]+c]
 	coff    []int
+	mass    []float64 // forwardConf: the mass each candidate of the next step receives
 }
 
 func (w *fbWork) reset(p *params, seq Sequence) {
