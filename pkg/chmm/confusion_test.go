@@ -1,6 +1,7 @@
 package chmm
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -272,6 +273,8 @@ func TestTrainEMConfusionErrors(t *testing.T) {
 		{EMConfig{Confusion: testConfusion, ViterbiIters: 5}, "ViterbiIters 5 with a confusion matrix"},
 		{EMConfig{LearnConfusion: true}, "LearnConfusion needs a Confusion"},
 		{EMConfig{Confusion: testConfusion, ConfusionBeam: 0.5}, "ConfusionBeam 0.5"},
+		{EMConfig{Stop: func() error { return errors.New("stopped by the test") }}, "stopped by the test"},
+		{EMConfig{MaxIters: -1, ViterbiIters: 3, Stop: func() error { return errors.New("hard phase stopped") }}, "hard phase stopped"},
 	} {
 		_, err := TrainEM(m, seqs, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -61,6 +61,11 @@ type EMConfig struct {
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
+
+	// Stop, if set, is called before every soft and hard iteration; a non-nil error
+	// ends training with that error (for example a cancelled context's Err), the model
+	// holding its last parameters.
+	Stop func() error
 }
 
 // DefaultEMConfig returns the original CSCG's settings for rooms: pseudocount
@@ -160,6 +165,11 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		}
 		lastSplit := 0
 		for it := 0; ; it++ {
+			if cfg.Stop != nil {
+				if err := cfg.Stop(); err != nil {
+					return h, err
+				}
+			}
 			acc, err := es.run(p, seqs)
 			if err != nil {
 				return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
@@ -273,6 +283,11 @@ func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.T
 	counts := make([]float64, len(m.ThetaLogits))
 	prev := math.Inf(-1)
 	for it := 0; ; it++ {
+		if cfg.Stop != nil {
+			if err := cfg.Stop(); err != nil {
+				return err
+			}
+		}
 		paths, logps, err := ViterbiAll(m, seqs, cfg.Workers)
 		if err != nil {
 			return fmt.Errorf("chmm: TrainEM: viterbi iteration %d: %w", it, err)

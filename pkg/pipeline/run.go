@@ -1212,6 +1212,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
 		ec.Seed = cfg.Seed + uint64(round)<<32
 		ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, true, ConfusionBeam
+		ec.Stop = r.ctx.Err
 		label := fmt.Sprintf("finalise EM, round %d (%d states)", round, m.N())
 		var bar *progress.Bar
 		if r.out != nil {
