@@ -170,14 +170,15 @@ func TestFinaliseEM(t *testing.T) {
 		t.Fatalf("held-out bits %v, %d runs, round %d kept", bits, len(made.Runs), made.Doublings)
 	}
 	t.Logf("held-out bits per round %.4f, round %d kept (%d states)", bits, made.Doublings, hmm.N())
-	last := len(bits) - 1
-	best := slices.Min(bits[:last])
-	if last < cfg.FinalDoublings && best-bits[last] >= SplitGain {
-		t.Errorf("stopped after round %d although it gained %.4f bits", last, best-bits[last])
-	}
-	for i := 1; i < last; i++ {
+	missed := 0 // rounds in a row without a gain of SplitGain
+	for i := 1; i < len(bits); i++ {
 		if slices.Min(bits[:i])-bits[i] < SplitGain {
-			t.Errorf("went on after round %d, which gained less than %g: %v", i, SplitGain, bits)
+			missed++
+		} else {
+			missed = 0
+		}
+		if stop := missed == SplitPatience || i == cfg.FinalDoublings; stop != (i == len(bits)-1) {
+			t.Errorf("round %d: %d round(s) in a row without a gain, stopped %v: %v", i, missed, i == len(bits)-1, bits)
 		}
 	}
 	c := made.Confusion

@@ -1178,9 +1178,9 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 // per sequence; a cut starts its piece afresh, from π). C starts at 0.9 on the diagonal and 0.1/(K−1)
 // elsewhere; entries below ConfusionMin are dropped after each round. Then the clones
 // holding at least chmm.UsedShare of their token's expected visits are kept and split in
-// two (chmm.SplitAll) and EM trains on, while the held-out ends of the walks (scored
-// given their starts, under C) cost at least SplitGain bits per step less than the
-// best so far, at most FinalDoublings times. The map with the cheapest held-out ends
+// two (chmm.SplitAll) and EM trains on, until the held-out ends of the walks (scored
+// given their starts, under C) have missed a gain of SplitGain bits per step over the
+// best so far SplitPatience rounds in a row, or FinalDoublings splits. The map with the cheapest held-out ends
 // is kept, with its C in r.st.Made.Confusion.
 func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := r.cfg
@@ -1205,7 +1205,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5b1e))
 	var best *chmm.Model
 	var bestConf [][]float64
-	bestBits, bestRound := math.Inf(1), 0
+	bestBits, bestRound, missed := math.Inf(1), 0, 0
 	r.st.Made.HeldOutBits = nil
 	for round := 0; ; round++ {
 		ec := chmm.DefaultEMConfig()
@@ -1242,14 +1242,18 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		}
 		bits := -nats / float64(max(1, held)) / math.Ln2
 		r.st.Made.HeldOutBits = append(r.st.Made.HeldOutBits, bits)
-		gain := bestBits - bits
+		if bestBits-bits < SplitGain {
+			missed++
+		} else {
+			missed = 0
+		}
 		if bits < bestBits {
 			best, bestConf, bestBits, bestRound = m.Clone(), cloneMatrix(conf), bits, round
 		}
 		why := ""
 		switch {
-		case gain < SplitGain:
-			why = fmt.Sprintf("no gain of %g bits: the map of round %d kept", SplitGain, bestRound)
+		case missed == SplitPatience:
+			why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", missed, SplitGain, bestRound)
 		case round == cfg.FinalDoublings:
 			why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, bestRound)
 		}

@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+// TestRefinaliseStudy is a measurement, not a check (skipped unless REFINALISE_RUN
+// names a finished run directory finalised by FinalEM): the run's finalisation redone
+// with the current code from its final encoder's tokens and its config, then scored by
+// Evaluate and Diagnose as the run was, and the report table printed
+// (REFINALISE_JSON=FILE also writes it). The run directory is not touched. README,
+// "Bigger worlds":
+//
+//	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+func TestRefinaliseStudy(t *testing.T) {
+	dir := os.Getenv("REFINALISE_RUN")
+	if dir == "" {
+		t.Skip("a measurement: set REFINALISE_RUN")
+	}
+	res, err := LoadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := res.Config
+	if cfg.FinalTrainer != FinalEM {
+		t.Fatalf("%s: final_trainer %q, want %q", dir, cfg.FinalTrainer, FinalEM)
+	}
+	d, err := loadData(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := d.encodeAll(res.VQVAE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
+	hmm, err := r.finaliseEM(d.sequences(tokens), res.HMM.K(), res.HMM.NumActions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r.st.Made.Confusion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hmm.Meta = map[string]string{ConfusionMeta: string(b)}
+	rep, err := Evaluate(res.VQVAE, hmm, d.env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diagnosis, err = diagnose(d, cfg, res.VQVAE, hmm); err != nil {
+		t.Fatal(err)
+	}
+	made := r.st.Made
+	made.Episodes, made.Steps, made.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	rep.Trainer, rep.Training = "joint (finalisation redone)", &made
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+	if out := os.Getenv("REFINALISE_JSON"); out != "" {
+		if err := rep.WriteJSON(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
