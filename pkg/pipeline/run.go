@@ -378,7 +378,9 @@ func (r *runner) addSeconds(phase string, start time.Time) {
 
 func (r *runner) warmup() error {
 	cfg := r.cfg
-	start := time.Now()
+	start, base := time.Now(), r.st.Seconds[PhaseWarmup]
+	// The seconds committed with every checkpoint: an interrupted warm-up keeps them.
+	elapsed := func() { r.st.Seconds[PhaseWarmup] = base + time.Since(start).Seconds() }
 	var m *vqvae.Model
 	var err error
 	if r.st.Warmup != "" {
@@ -404,12 +406,13 @@ func (r *runner) warmup() error {
 		Checkpoint: r.path(warmupNext), MaxSteps: 25}
 	for m.Steps() < total {
 		if err := r.ctx.Err(); err != nil {
-			r.addSeconds(PhaseWarmup, start)
+			elapsed()
 			return err
 		}
 		if err := vqvae.Warmup(m, frames, wcfg, nil); err != nil {
 			return err
 		}
+		elapsed()
 		if err := r.commitWarmup(m.Steps()); err != nil {
 			return err
 		}
@@ -420,7 +423,7 @@ func (r *runner) warmup() error {
 	if bar != nil {
 		bar.Done("")
 	}
-	r.addSeconds(PhaseWarmup, start)
+	elapsed()
 	sec := r.st.Seconds[PhaseWarmup]
 	h := m.History()
 	for i, s := range h {

@@ -593,3 +593,36 @@ func TestBackendNote(t *testing.T) {
 		}
 	}
 }
+
+// cancelOn cancels a context at the first progress line that contains a word.
+type cancelOn struct {
+	word   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.word) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// An interrupted warm-up keeps the seconds it ran in its committed state (they were
+// lost: a run resumed four times reported a 66-second warm-up that took 20 minutes).
+func TestInterruptedWarmupKeepsSeconds(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.WarmupEpochs = 6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	if _, err := Run(ctx, dir, cfg, cancelOn{"warm-up", cancel}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Warmup == "" || !(st.Seconds[PhaseWarmup] > 0) {
+		t.Errorf("interrupted in the warm-up: checkpoint %q, %v warm-up seconds committed", st.Warmup, st.Seconds[PhaseWarmup])
+	}
+}
