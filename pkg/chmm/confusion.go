@@ -22,9 +22,10 @@ import (
 // A beam (EMConfig.ConfusionBeam) keeps the cost near the hard pass's: a candidate
 // whose clones would hold less than the beam of α_{t+1} is dropped at that step (its
 // α set to 0), and neither pass multiplies its blocks; the forward pass knows its
-// share before multiplying, from the mass each state's row sends to each token. The result is the exact
-// likelihood, posterior and counts of a model whose emission is 0 at the dropped
-// (step, token) pairs, so EM stays EM; beam 0 is the full model.
+// share before multiplying, from the mass each state's row sends to each token
+// (params.rowTok). The result is the exact likelihood, posterior and counts of a
+// model whose emission is 0 at the dropped (step, token) pairs, so EM stays EM;
+// beam 0 is the full model.
 
 // candidate is one token an observation may have been: its clones occupy
 // active[off : off+size[k]] of the step's active vector, with emission weight w.
