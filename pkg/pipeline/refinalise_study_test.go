@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 )
 
 // TestRefinaliseStudy is a measurement, not a check (skipped unless REFINALISE_RUN
@@ -37,6 +38,7 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
+	start := time.Now()
 	hmm, err := r.finaliseEM(d.sequences(tokens), res.HMM.K(), res.HMM.NumActions)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +48,8 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	hmm.Meta = map[string]string{ConfusionMeta: string(b)}
+	final := time.Since(start).Seconds()
+	start = time.Now()
 	rep, err := Evaluate(res.VQVAE, hmm, d.env, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +57,8 @@ func TestRefinaliseStudy(t *testing.T) {
 	if rep.Diagnosis, err = diagnose(d, cfg, res.VQVAE, hmm); err != nil {
 		t.Fatal(err)
 	}
+	eval := time.Since(start).Seconds()
+	rep.Seconds = map[string]float64{PhaseFinal: final, PhaseEval: eval, "total": final + eval}
 	made := r.st.Made
 	made.Episodes, made.Steps, made.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
 	rep.Trainer, rep.Training = "joint (finalisation redone)", &made
