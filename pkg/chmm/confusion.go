@@ -123,15 +123,8 @@ func (w *fbWork) resetConf(p *params, seq Sequence) {
 		n += len(p.cands[o])
 	}
 	w.coff = append(w.coff, n)
-	w.live = growBool(w.live, n)
+	w.live = grow(w.live, n)
 	w.mass = grow(w.mass, p.maxCands)
-}
-
-func growBool(x []bool, n int) []bool {
-	if cap(x) < n {
-		return make([]bool, n)
-	}
-	return x[:n]
 }
 
 // forwardConf is forward under p's candidates:
@@ -313,6 +306,23 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 	acc.steps += len(obs)
 	acc.seqs++
 	return 0, true
+}
+
+// TrimConfusion sets the off-diagonal entries of c below min to 0 and renormalises
+// the rows, in place: entries that explain almost nothing stop costing candidates.
+func TrimConfusion(c [][]float64, min float64) {
+	for k, row := range c {
+		var s float64
+		for o, v := range row {
+			if o != k && v < min {
+				row[o] = 0
+			}
+			s += row[o]
+		}
+		for o := range row {
+			row[o] /= s
+		}
+	}
 }
 
 // confusionStep is EM's M-step for C: each row ∝ the posterior counts of the true

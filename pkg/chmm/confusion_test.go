@@ -282,3 +282,18 @@ func TestTrainEMConfusionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TrimConfusion drops the off-diagonal entries below min, never the diagonal, and
+// renormalises: by hand.
+func TestTrimConfusion(t *testing.T) {
+	c := [][]float64{{0.9995, 0.0005}, {0.0004, 0.9996}}
+	TrimConfusion(c, 1e-3)
+	if c[0][0] != 1 || c[0][1] != 0 || c[1][0] != 0 || c[1][1] != 1 {
+		t.Errorf("trimmed %v, want the identity", c)
+	}
+	c = [][]float64{{0.8, 0.2}, {0.0005, 0.9995}}
+	TrimConfusion(c, 1e-3)
+	if c[0][0] != 0.8 || c[0][1] != 0.2 || c[1][0] != 0 || c[1][1] != 1 {
+		t.Errorf("trimmed %v, want [[0.8 0.2] [0 1]]", c)
+	}
+}

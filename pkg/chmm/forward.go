@@ -87,9 +87,9 @@ func (w *fbWork) reset(p *params, seq Sequence) {
 	w.prev = grow(w.prev, p.maxC)
 }
 
-func grow(x []float64, n int) []float64 {
+func grow[T any](x []T, n int) []T {
 	if cap(x) < n {
-		return make([]float64, n)
+		return make([]T, n)
 	}
 	return x[:n]
 }

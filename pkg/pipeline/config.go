@@ -49,9 +49,10 @@ const (
 	// by a clone.
 	FinalEM = "em"
 
-	// FinalEMIters is WithFinalTrainer's FinalIters for FinalEM: soft EM iterations per
-	// split round, as experiment.DoublingIters.
-	FinalEMIters = 300
+	// FinalGradientIters and FinalEMIters are the trainers' FinalIters (WithFinalTrainer):
+	// Adam iterations, or soft EM iterations per split round (as experiment.DoublingIters).
+	FinalGradientIters = 1000
+	FinalEMIters       = 300
 	// DefaultFinalDoublings is DefaultConfig's FinalDoublings.
 	DefaultFinalDoublings = 12
 	// SplitGain is the bits per held-out step that a split round must save for FinalEM
@@ -312,7 +313,7 @@ func ConfigFor(e *gridworld.Env) Config {
 		CollapseFrac: 0, ThrottleFactor: 0.5, CheckpointEvery: 50,
 		FinalTrainer: FinalGradient, FinalDoublings: DefaultFinalDoublings,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
-		FinalIters: 1000, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalTol: 1e-3, FinalSplits: 5,
+		FinalIters: FinalGradientIters, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalTol: 1e-3, FinalSplits: 5,
 		FinalPrune: 0.001, FinalPruneIters: 300, FinalGrow: DefaultFinalGrow,
 		Decode: DecodeSoft,
 	}
@@ -646,7 +647,7 @@ func (c Config) WithArch(arch string) Config {
 // round).
 func (c Config) WithFinalTrainer(trainer string) Config {
 	c.FinalTrainer = trainer
-	c.FinalIters = 1000
+	c.FinalIters = FinalGradientIters
 	if trainer == FinalEM {
 		c.FinalIters = FinalEMIters
 	}

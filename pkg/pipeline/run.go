@@ -1222,7 +1222,6 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 			bar = progress.New(r.out, label, ec.MaxIters).Every(2 * time.Second)
 		}
 		ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f", p.LogLik) }
-		ec.ProgressEvery = 1
 		h, err := chmm.TrainEM(m, train, ec)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
@@ -1230,7 +1229,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
 		r.recordFinal(h, label, "")
 		conf = h.Confusion
-		dropSmall(conf, ConfusionMin)
+		chmm.TrimConfusion(conf, ConfusionMin) // h.Confusion is a new matrix every training
 		whole, err := chmm.ConfusedLogLikelihoods(m, seqs, conf, 0)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
@@ -1251,7 +1250,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 			missed = 0
 		}
 		if bits < bestBits {
-			best, bestConf, bestBits, bestRound = m.Clone(), cloneMatrix(conf), bits, round
+			best, bestConf, bestBits, bestRound = m.Clone(), conf, bits, round
 		}
 		why := ""
 		switch {
@@ -1321,30 +1320,6 @@ func pieces(seqs []chmm.Sequence, n, min int) []chmm.Sequence {
 		a := chmm.Sequence{Obs: s.Obs[:h], Actions: s.Actions[:h-1]}
 		b := chmm.Sequence{Obs: s.Obs[h:], Actions: s.Actions[h:]}
 		out = slices.Insert(slices.Delete(out, i, i+1), i, a, b)
-	}
-	return out
-}
-
-// dropSmall sets the off-diagonal entries of c below min to 0 and renormalises the rows.
-func dropSmall(c [][]float64, min float64) {
-	for k, row := range c {
-		var s float64
-		for o, v := range row {
-			if o != k && v < min {
-				row[o] = 0
-			}
-			s += row[o]
-		}
-		for o := range row {
-			row[o] /= s
-		}
-	}
-}
-
-func cloneMatrix(c [][]float64) [][]float64 {
-	out := make([][]float64, len(c))
-	for i, r := range c {
-		out[i] = append([]float64(nil), r...)
 	}
 	return out
 }
