@@ -36,6 +36,21 @@ type Diagnosis struct {
 	Visits []int `json:"-"`
 	// Steps are the training steps.
 	Steps int `json:"steps"`
+	// Misses is the share of the training walks' moves whose next token is not the
+	// one their Viterbi state i and action a make most likely (through the confusion
+	// matrix, if any), and Surprises the share of their steps after the first whose
+	// token had probability below ½ given the steps before (the forward pass's
+	// p(o_t | o_<t, a_<t)): Misses without hindsight. A Viterbi path chooses each
+	// state knowing what comes next; the forward pass cannot. On a resolved map both
+	// are the misreads; a map whose clones stand for several places is surprised
+	// where its path, choosing among them by what follows, is not.
+	//
+	// Judge compares them only for maps read through a confusion matrix (Confused):
+	// on hard tokens a Viterbi path routes around misreads through other clones and
+	// misses fewer steps than the misreads (README "Is the map resolved?").
+	Confused  bool    `json:"confused,omitempty"`
+	Misses    float64 `json:"misses"`
+	Surprises float64 `json:"surprises"`
 	// Verdict is Judge's (set by the caller).
 	Verdict *Verdict `json:"verdict,omitempty"`
 }
@@ -56,7 +71,7 @@ func Diagnose(m *Model, train, heldOut []Sequence, workers int) (*Diagnosis, err
 // matrix c (EMConfig.Confusion; nil: hard tokens): the likelihoods are under c
 // (ConfusedLogLikelihoods) and the paths are Decode's under Confused emissions.
 func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, workers int) (*Diagnosis, error) {
-	d := &Diagnosis{FullTokens: []int{}}
+	d := &Diagnosis{FullTokens: []int{}, Confused: c != nil}
 	logLik := LogLikelihood
 	if c != nil {
 		logLik = func(m *Model, seqs []Sequence) (float64, error) {
@@ -146,6 +161,10 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 	if moves > 0 {
 		d.Determinism = float64(detMoves) / float64(moves)
 	}
+	d.Misses = misses(trans, tokOf, m.K(), c, train, paths)
+	if d.Surprises, err = surprises(m, train, c, workers); err != nil {
+		return nil, err
+	}
 	d.Visits = visits
 	first := 0
 	for k, c := range m.Clones {
@@ -167,6 +186,91 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 		first += c
 	}
 	return d, nil
+}
+
+// misses returns Diagnosis.Misses of the walks' Viterbi paths (trans is A·N rows
+// of N; c nil: hard tokens).
+func misses(trans []float64, tokOf []int, K int, c [][]float64, walks []Sequence, paths [][]int) float64 {
+	n := len(tokOf)
+	pred := make([]int, len(trans)/n) // per (a, i) row: the most likely next token
+	tok, obs := make([]float64, K), make([]float64, K)
+	for r := range pred {
+		clear(tok)
+		for j, p := range trans[r*n : (r+1)*n] {
+			if k := tokOf[j]; k >= 0 {
+				tok[k] += p
+			}
+		}
+		if c != nil {
+			clear(obs)
+			for k, p := range tok {
+				for o, ck := range c[k] {
+					obs[o] += p * ck
+				}
+			}
+		} else {
+			copy(obs, tok)
+		}
+		best := 0
+		for o, p := range obs {
+			if p > obs[best] {
+				best = o
+			}
+		}
+		pred[r] = best
+	}
+	moves, missed := 0, 0
+	for q, path := range paths {
+		for t := 0; t+1 < len(path); t++ {
+			moves++
+			if walks[q].Obs[t+1] != pred[walks[q].Actions[t]*n+path[t]] {
+				missed++
+			}
+		}
+	}
+	if moves == 0 {
+		return 0
+	}
+	return float64(missed) / float64(moves)
+}
+
+// surprises returns Diagnosis.Surprises of seqs under m (tokens read through c;
+// nil: hard tokens).
+func surprises(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, error) {
+	p := newParams(m)
+	if c != nil {
+		p.setConfusion(c, 0)
+	}
+	nw := workerCount(workers, len(seqs))
+	work := make([]fbWork, nw)
+	count := make([]int, len(seqs))
+	err := parallel(len(seqs), nw, func(w, q int) error {
+		fw := p.forward
+		if c != nil {
+			fw = p.forwardConf
+		}
+		if _, step, ok := fw(seqs[q], p.pi, &work[w]); !ok {
+			return zeroProbError(q, step)
+		}
+		for _, ct := range work[w].scale[1:seqs[q].Len()] {
+			if ct < 0.5 {
+				count[q]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n, steps := 0, 0
+	for q, s := range seqs {
+		n += count[q]
+		steps += max(0, s.Len()-1)
+	}
+	if steps == 0 {
+		return 0, nil
+	}
+	return float64(n) / float64(steps), nil
 }
 
 func bitsPerStep(ll float64, steps int) float64 {
@@ -206,6 +310,10 @@ const (
 	// ProblemPredict (noisy tokens): the map predicts the next token on too few
 	// training steps: the map is not resolved, or the encoder misreads too often.
 	ProblemPredict = "predict"
+	// ProblemMerged (noisy tokens read through a confusion matrix): the map is
+	// surprised by more steps than its Viterbi path misses (Surprises − Misses above
+	// NoisyHindsight): it needs hindsight to tell which place a clone is.
+	ProblemMerged = "merged"
 )
 
 // Thresholds of Judge. Exact tokens (bits per step): a resolved map of a world with
@@ -237,6 +345,7 @@ const (
 	ExactBits          = 0.02
 	NoisyDeterminism   = 0.75
 	NoisyStepsPerClone = 200
+	NoisyHindsight     = 0.005 // Surprises − Misses above which a map read through C is merged
 )
 
 // Judge returns the verdict on the diagnosis for tokens of the given kind.
@@ -266,6 +375,9 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 		if d.Determinism < NoisyDeterminism {
 			v.Problems = append(v.Problems, ProblemPredict)
 		}
+		if d.Confused && d.Surprises-d.Misses > NoisyHindsight {
+			v.Problems = append(v.Problems, ProblemMerged)
+		}
 		if d.UsedClones > 0 && d.Steps < NoisyStepsPerClone*d.UsedClones {
 			v.Problems = append(v.Problems, ProblemData)
 		}
@@ -278,8 +390,12 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 	case d.HeldOutSteps > 0:
 		heldText = fmt.Sprintf("held-out %.4f bits/step", d.HeldOutBits)
 	}
-	nums := fmt.Sprintf("%s, training %.4f; %.1f%% of steps predict the next token; %d of %d clones used%s",
-		heldText, d.TrainBits, 100*d.Determinism, d.UsedClones, d.Clones, full)
+	hindsight := ""
+	if d.Confused {
+		hindsight = fmt.Sprintf("; %.2f%% of steps surprise the map, %.2f%% with hindsight", 100*d.Surprises, 100*d.Misses)
+	}
+	nums := fmt.Sprintf("%s, training %.4f; %.1f%% of steps predict the next token%s; %d of %d clones used%s",
+		heldText, d.TrainBits, 100*d.Determinism, hindsight, d.UsedClones, d.Clones, full)
 	if v.Resolved {
 		v.Text = "resolved (" + nums + ")"
 		return v
@@ -295,6 +411,8 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 			ProblemClones: "more clones for the full tokens",
 			ProblemFit:    "more iterations, restarts or EM (training stopped on a plateau)",
 			ProblemData:   dataAdvice,
+			ProblemMerged: fmt.Sprintf("more clones (splits) or data (the map is surprised by over %.1f%% more steps than its Viterbi path misses: "+
+				"its clones stand for several places, told apart only by what comes next)", 100*NoisyHindsight),
 			ProblemPredict: fmt.Sprintf("more clones or joint iterations, or a better encoder (the map predicts the next token on fewer than %.0f%% of steps: "+
 				"either it is not resolved or the tokens are misread too often)", 100*NoisyDeterminism),
 		}[p])

@@ -2,6 +2,7 @@ package chmm
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,12 @@ func TestJudge(t *testing.T) {
 		{"pixels, frozen VQ-VAE", Diagnosis{TrainBits: 1.23, HeldOutBits: 1.28, HeldOutSteps: 1000, Determinism: 0.103}, NoisyTokens, []string{ProblemPredict}},
 		{"pixels, recovered room", Diagnosis{TrainBits: 0.245, HeldOutBits: 0.418, HeldOutSteps: 10000, Determinism: 0.944, Steps: 40000, UsedClones: 53, Clones: 61}, NoisyTokens, nil},
 		{"pixels, tiled by rote", Diagnosis{TrainBits: 0.151, HeldOutBits: 1.912, HeldOutSteps: 5000, Determinism: 0.926, Steps: 5000, UsedClones: 111, Clones: 170}, NoisyTokens, []string{ProblemData}},
+		{"through C, merged (noisy room proxy, F1 0.845)", Diagnosis{TrainBits: 0.35, HeldOutBits: 0.34, HeldOutSteps: 4000, Determinism: 1, Steps: 36000, UsedClones: 60, Clones: 139,
+			Confused: true, Surprises: 0.0795, Misses: 0.0402}, NoisyTokens, []string{ProblemMerged}},
+		{"through C, resolved (noisy room proxy)", Diagnosis{TrainBits: 0.26, HeldOutBits: 0.26, HeldOutSteps: 4000, Determinism: 1, Steps: 36000, UsedClones: 60, Clones: 161,
+			Confused: true, Surprises: 0.0403, Misses: 0.0402}, NoisyTokens, nil},
+		{"hard tokens: surprises not read", Diagnosis{TrainBits: 0.24, HeldOutBits: 0.39, HeldOutSteps: 4000, Determinism: 0.9, Steps: 36000, UsedClones: 60, Clones: 317,
+			Surprises: 0.0827, Misses: 0.0449}, NoisyTokens, nil},
 		{"pixels, rote and unpredictive", Diagnosis{TrainBits: 1.2, HeldOutBits: 2.5, HeldOutSteps: 5000, Determinism: 0.5, Steps: 5000, UsedClones: 111, Clones: 170}, NoisyTokens, []string{ProblemPredict, ProblemData}},
 	} {
 		v := tc.d.Judge(tc.noisy)
@@ -134,5 +141,106 @@ func TestDiagnoseConfused(t *testing.T) {
 	}
 	if d.Visits[0]+d.Visits[1] != 2 || d.Visits[0] == 0 {
 		t.Errorf("visits %v: the path should read one of the two 1s as a 0", d.Visits)
+	}
+}
+
+// TestMisses checks misses against hand counts, and Surprises against the forward
+// pass worked by hand.
+func TestMisses(t *testing.T) {
+	// Two states of tokens 0 and 1, one action: state 0 predicts token 1, state 1
+	// token 0. The path follows the tokens.
+	trans := []float64{0, 1, 1, 0}
+	walk := Sequence{Obs: []int{0, 1, 1, 0, 1, 0, 0}, Actions: []int{0, 0, 0, 0, 0, 0}}
+	path := [][]int{{0, 1, 1, 0, 1, 0, 0}}
+	// Moves 0→1 hit, 1→1 miss, 1→0 hit, 0→1 hit, 1→0 hit, 0→0 miss.
+	if got := misses(trans, []int{0, 1}, 2, nil, []Sequence{walk}, path); math.Abs(got-2.0/6) > 1e-12 {
+		t.Errorf("hard: misses %g, want 1/3", got)
+	}
+	// Through C = [[.1 .9] [.9 .1]] each state's prediction reads as the other token:
+	// miss, hit, miss, miss, miss, hit.
+	if got := misses(trans, []int{0, 1}, 2, [][]float64{{0.1, 0.9}, {0.9, 0.1}}, []Sequence{walk}, path); math.Abs(got-4.0/6) > 1e-12 {
+		t.Errorf("through C: misses %g, want 2/3", got)
+	}
+	// The alternator (½–½ after token 0 under action 1): 0 -a1-> 0 -a1-> 1 -a0-> 0.
+	// p(o_2 | o_1) = ½ (not below ½: no surprise), p(o_3 | o_1..2) = ½, p(o_4) = 1.
+	// Through C = [[.8 .2] [.2 .8]], with π uniform: p(o_1 = 0) = ½; the belief
+	// after o_1 is (.8, .2), so p(o_2 = 1 | o_1 = 0) under action 0 (0→1, 1→0) is
+	// .8·.8 + .2·.2 = .68 and p(o_2 = 0) = .32 < ½: one surprise of one step.
+	m := alternator()
+	got, err := surprises(m, []Sequence{{Obs: []int{0, 0, 1, 0}, Actions: []int{1, 1, 0}}}, nil, 1)
+	if err != nil || got != 0 {
+		t.Errorf("hard: surprises %g (%v), want 0", got, err)
+	}
+	got, err = surprises(m, []Sequence{{Obs: []int{0, 0}, Actions: []int{0}}}, [][]float64{{0.8, 0.2}, {0.2, 0.8}}, 1)
+	if err != nil || got != 1 {
+		t.Errorf("through C: surprises %g (%v), want 1", got, err)
+	}
+}
+
+// TestSurprises: on a ring of 8 places where token 0 is at places 0 and 4, with 5%
+// of tokens misread at random, the true map's Viterbi path misses the misreads and
+// its forward pass is surprised by them alone; the map that merges the two places
+// into one clone is surprised by far more steps than its path misses.
+func TestSurprises(t *testing.T) {
+	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
+	const K, P, p = 7, 8, 0.05
+	rng := rand.New(rand.NewPCG(3, 8))
+	walk := Sequence{Obs: make([]int, 50000), Actions: make([]int, 49999)}
+	at := 0
+	for t := range walk.Obs {
+		o := ringTok[at]
+		if rng.Float64() < p {
+			o = (o + 1 + rng.IntN(K-1)) % K
+		}
+		walk.Obs[t] = o
+		if t < len(walk.Actions) {
+			a := rng.IntN(2) // 0: forward, 1: back
+			walk.Actions[t] = a
+			at = (at + P + 1 - 2*a) % P
+		}
+	}
+	c := make([][]float64, K)
+	for k := range c {
+		c[k] = make([]float64, K)
+		for o := range c[k] {
+			c[k][o] = p / (K - 1)
+		}
+		c[k][k] = 1 - p
+	}
+	// ringModel: clones[k] clones per token; place q is state stateOf[q].
+	ringModel := func(clones []int, stateOf []int) *Model {
+		m := New(clones, 2, nil)
+		n := m.N()
+		for i := range m.ThetaLogits {
+			m.ThetaLogits[i] = math.Inf(-1)
+		}
+		for a := range 2 {
+			m.ThetaLogits[(a*n+n-1)*n+n-1] = 0 // the sink
+			for q := range P {
+				next := (q + P + 1 - 2*a) % P
+				m.ThetaLogits[(a*n+stateOf[q])*n+stateOf[next]] = 0
+			}
+		}
+		return m
+	}
+	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
+	merged := ringModel(UniformClones(K, 1), []int{0, 1, 2, 3, 0, 4, 5, 6})
+	dt, err := DiagnoseConfused(truth, []Sequence{walk}, nil, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := DiagnoseConfused(merged, []Sequence{walk}, nil, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("true map: surprises %.4f, misses %.4f; merged map: surprises %.4f, misses %.4f", dt.Surprises, dt.Misses, dm.Surprises, dm.Misses)
+	if math.Abs(dt.Misses-p) > 0.005 || math.Abs(dt.Surprises-dt.Misses) > 0.001 {
+		t.Errorf("true map: surprises %.4f, misses %.4f; want both the misread rate %.2f", dt.Surprises, dt.Misses, p)
+	}
+	if dm.Surprises-dm.Misses < 0.05 {
+		t.Errorf("merged map: surprises %.4f, misses %.4f; want far more surprises", dm.Surprises, dm.Misses)
+	}
+	if !dt.Judge(NoisyTokens).Resolved || dm.Judge(NoisyTokens).Resolved || !slices.Contains(dm.Judge(NoisyTokens).Problems, ProblemMerged) {
+		t.Errorf("verdicts: true map %+v, merged map %+v", dt.Judge(NoisyTokens), dm.Judge(NoisyTokens))
 	}
 }
