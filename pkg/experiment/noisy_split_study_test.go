@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 // TestNoisySplitStudy is a measurement, not a check (skipped unless NOISY_SPLIT_ENV
@@ -24,6 +26,9 @@ import (
 //
 //	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
 //	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
+//
+// NOISY_SPLIT_MERGE=B:A shows class A at class B's places (as an encoder that
+// merges two digits into one token), keeping the environment's data sizes.
 //
 // NOISY_SPLIT_CONF=oracle trains through the true confusion matrix instead
 // (chmm.EMConfig.Confusion: C[k][k] = 1−p, p/2 to each confuser), =learn through
@@ -66,10 +71,17 @@ func TestNoisySplitStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sizes := env.Defaults()
+	if v := os.Getenv("NOISY_SPLIT_MERGE"); v != "" {
+		if env, err = mergeClasses(env, v); err != nil {
+			t.Fatalf("NOISY_SPLIT_MERGE=%q: %v", v, err)
+		}
+	}
 	def, err := DefaultSymbolic(env, TrainerEM)
 	if err != nil {
 		t.Fatal(err)
 	}
+	def.Episodes, def.Steps, def.EvalSteps = sizes.Episodes, sizes.Steps, sizes.Steps
 	tok := NewTokens(env)
 	K := len(tok.Classes)
 	rng := rand.New(rand.NewPCG(1, 77))
@@ -167,6 +179,25 @@ func TestNoisySplitStudy(t *testing.T) {
 		}
 		fmt.Printf("%s p=%.2f %s round %d: N %d, %.4f bits/step on 90%% of the walks, %.4f on their ends; map F1 %.3f, purity %.3f; %.0f s\n",
 			name, p, mode, round, m.N(), -fit/float64(steps)/math.Ln2, -end/float64(held)/math.Ln2, run.Report.ViterbiMap.F1, run.Report.StatePlacePurity, time.Since(t0).Seconds())
+		dg, err := chmm.DiagnoseConfused(m, start, nil, conf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("  diagnosis: predicts next %.3f, surprises %.4f, misses %.4f; %s\n", dg.Determinism, dg.Surprises, dg.Misses, dg.Judge(chmm.NoisyTokens).Text)
+		if conf == nil {
+			oracle := make([][]float64, K)
+			for k := range oracle {
+				oracle[k] = make([]float64, K)
+				oracle[k][k] = 1 - p
+				oracle[k][conf2[k][0]] += p / 2
+				oracle[k][conf2[k][1]] += p / 2
+			}
+			dg, err := chmm.DiagnoseConfused(m, start, nil, oracle, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("  through the true C: predicts next %.3f, surprises %.4f, misses %.4f\n", dg.Determinism, dg.Surprises, dg.Misses)
+		}
 		var keep []bool
 		if conf == nil {
 			visits, err := chmm.ViterbiVisits(m, start, 0)
@@ -203,4 +234,26 @@ func TestNoisySplitStudy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// mergeClasses returns env with class b's places showing class a ("b:a").
+func mergeClasses(env *gridworld.Env, spec string) (*gridworld.Env, error) {
+	var b, a int
+	if _, err := fmt.Sscanf(spec, "%d:%d", &b, &a); err != nil || a == b {
+		return nil, fmt.Errorf("want two different class ids B:A")
+	}
+	var out strings.Builder
+	for _, line := range strings.Split(env.Layout(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "//") {
+			continue
+		}
+		f := strings.Fields(line)
+		for i, c := range f {
+			if c == strconv.Itoa(b) {
+				f[i] = strconv.Itoa(a)
+			}
+		}
+		out.WriteString(strings.Join(f, " ") + "\n")
+	}
+	return gridworld.ParseLayout(fmt.Sprintf("%s_%d_as_%d", env.Name, b, a), strings.NewReader(out.String()))
 }

@@ -54,6 +54,9 @@ func TestCISizedAliasedRecoversMapEM(t *testing.T) {
 		t.Logf("%s read-out: %+v", o.Decode, *o)
 	}
 	checkRecovered(t, rep, start)
+	if v := rep.Diagnosis.Verdict; !v.Resolved {
+		t.Errorf("the recovered map's verdict: %s", v.Text)
+	}
 }
 
 // TestCISizedForcedCollapseRecovers: the CI-sized aliased run of the test above, with a
