@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -12,7 +13,8 @@ import (
 // names a finished run directory finalised by FinalEM): the run's finalisation redone
 // with the current code from its final encoder's tokens and its config, then scored by
 // Evaluate and Diagnose as the run was, and the report table printed
-// (REFINALISE_JSON=FILE also writes it). The run directory is not touched. README,
+// (REFINALISE_JSON=FILE also writes it; REFINALISE_ITERS=N sets the EM iterations
+// per split round, Config.FinalIters). The run directory is not touched. README,
 // "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
@@ -26,6 +28,13 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := res.Config
+	if v := os.Getenv("REFINALISE_ITERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("REFINALISE_ITERS=%q: want an integer ≥ 1", v)
+		}
+		cfg.FinalIters = n
+	}
 	if cfg.FinalTrainer != FinalEM {
 		t.Fatalf("%s: final_trainer %q, want %q", dir, cfg.FinalTrainer, FinalEM)
 	}
