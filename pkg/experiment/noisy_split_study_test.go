@@ -27,6 +27,9 @@ import (
 //	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
 //	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
 //
+// NOISY_SPLIT_CONFUSERS=M misreads each token as one of M fixed other tokens
+// (drawn at random, repeats allowed; default 2).
+//
 // NOISY_SPLIT_MERGE=B:A shows class A at class B's places (as an encoder that
 // merges two digits into one token), keeping the environment's data sizes.
 //
@@ -54,6 +57,13 @@ func TestNoisySplitStudy(t *testing.T) {
 		var err error
 		if rounds, err = strconv.Atoi(v); err != nil || rounds < 0 || rounds > 12 {
 			t.Fatalf("NOISY_SPLIT_ROUNDS=%q: want an integer in [0, 12]", v)
+		}
+	}
+	confusers := 2
+	if v := os.Getenv("NOISY_SPLIT_CONFUSERS"); v != "" {
+		var err error
+		if confusers, err = strconv.Atoi(v); err != nil || confusers < 1 || confusers > 20 {
+			t.Fatalf("NOISY_SPLIT_CONFUSERS=%q: want an integer in [1, 20]", v)
 		}
 	}
 	mode := os.Getenv("NOISY_SPLIT_CONF")
@@ -85,9 +95,11 @@ func TestNoisySplitStudy(t *testing.T) {
 	tok := NewTokens(env)
 	K := len(tok.Classes)
 	rng := rand.New(rand.NewPCG(1, 77))
-	conf2 := make([][2]int, K) // each token's two confusers
+	conf2 := make([][]int, K) // each token's confusers
 	for k := range conf2 {
-		conf2[k] = [2]int{(k + 1 + rng.IntN(K-1)) % K, (k + 1 + rng.IntN(K-1)) % K}
+		for range confusers {
+			conf2[k] = append(conf2[k], (k+1+rng.IntN(K-1))%K)
+		}
 	}
 	var conf [][]float64 // the confusion matrix trained through (nil: hard tokens)
 	if mode != "" {
@@ -95,8 +107,9 @@ func TestNoisySplitStudy(t *testing.T) {
 		for k := range conf {
 			conf[k] = make([]float64, K)
 			conf[k][k] = 1 - p
-			conf[k][conf2[k][0]] += p / 2
-			conf[k][conf2[k][1]] += p / 2
+			for _, o := range conf2[k] {
+				conf[k][o] += p / float64(confusers)
+			}
 			if mode == "full" {
 				for o := range conf[k] {
 					conf[k][o] = 0.1 / float64(K-1)
@@ -120,7 +133,7 @@ func TestNoisySplitStudy(t *testing.T) {
 		o := append([]int(nil), q.Obs...)
 		for i := range o {
 			if rng.Float64() < p {
-				o[i] = conf2[o[i]][rng.IntN(2)]
+				o[i] = conf2[o[i]][rng.IntN(confusers)]
 			}
 		}
 		q.Obs = o
@@ -189,8 +202,9 @@ func TestNoisySplitStudy(t *testing.T) {
 			for k := range oracle {
 				oracle[k] = make([]float64, K)
 				oracle[k][k] = 1 - p
-				oracle[k][conf2[k][0]] += p / 2
-				oracle[k][conf2[k][1]] += p / 2
+				for _, o := range conf2[k] {
+					oracle[k][o] += p / float64(confusers)
+				}
 			}
 			dg, err := chmm.DiagnoseConfused(m, start, nil, oracle, 0)
 			if err != nil {
