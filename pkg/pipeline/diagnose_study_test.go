@@ -43,14 +43,14 @@ func TestDiagnoseStudy(t *testing.T) {
 		if !v.Resolved {
 			verdict = "**not resolved**: " + strings.Join(v.Problems, ", ")
 		}
-		persist := fmt.Sprintf("%.4f / %.4f", dg.Surprises, dg.Misses)
+		hindsight := fmt.Sprintf("%.4f / %.4f", dg.Surprises, dg.Misses)
 		if dg.Confused {
-			persist += " (through C)"
+			hindsight += " (through C)"
 		}
 		row := fmt.Sprintf("| %s | %s | %s | %.3f | %.3f | %.3f | %s | %.3f | %.3f | %.3f | %s | %.0f | %d/%d | %s |",
 			filepath.Base(strings.TrimSuffix(dir, "/")), res.Config.VQVAE.Arch, res.Config.Dataset, r.ViterbiMap.Recall, r.ViterbiMap.F1,
 			r.StatePlacePurity, map[bool]string{true: "good", false: "**failed**"}[good], dg.TrainBits, dg.HeldOutBits,
-			dg.Determinism, persist, float64(dg.Steps)/float64(max(1, dg.UsedClones)), len(dg.FullTokens), len(res.HMM.Clones), verdict)
+			dg.Determinism, hindsight, float64(dg.Steps)/float64(max(1, dg.UsedClones)), len(dg.FullTokens), len(res.HMM.Clones), verdict)
 		rows = append(rows, row)
 		fmt.Println("DIAG " + row)
 	}
