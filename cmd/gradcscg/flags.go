@@ -68,7 +68,7 @@ var flagRanges = map[string]map[string]flagRange{
 		"alpha-div": floats(0, 100), "alpha-div-end": floats(0, 100), "collapse-frac": fractionBelow(1),
 		"grad-frames": ints(0, 1<<20), "collapse-level": fractionBelow(0.5), "lambda": floats(0, 1000),
 		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8), "stop-churn": floats(0, 1),
-		"final-grow": ints(0, 6), "final-doublings": ints(0, 16),
+		"final-grow": ints(0, 6), "final-doublings": ints(0, 16), "final-iters": ints(1, 1_000_000),
 	},
 	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100)},
 	"vqvae": {

@@ -34,6 +34,7 @@ type trainOptions struct {
 	collapseLevel, stopChurn                                     float64
 	decode, budget, arch, finalTrainer                           string
 	finalDoublings                                               int
+	finalIters                                                   int
 	freeze, noLengthNorm, supervised                             bool
 }
 
@@ -66,6 +67,7 @@ func runTrain(args []string) error {
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
 	f.StringVar(&o.finalTrainer, "final-trainer", "", "finalisation trainer: gradient (Adam on the hard tokens, the paper; default) or em (EM through a learned token confusion matrix, from one clone per token split while the held-out end of the training walks improves)")
 	f.IntVar(&o.finalDoublings, "final-doublings", -1, "--final-trainer em: at most this many split rounds (-1: default 12)")
+	f.IntVar(&o.finalIters, "final-iters", -1, "finalisation iterations: at most this many Adam iterations (gradient), or EM iterations per split round (em) (-1: the trainer's default: 1000, or 500 Adam iterations at --size ci)")
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
 	f.BoolVar(&o.noLengthNorm, "no-length-norm", false, "ablation: drop the 1/T length normalisation of the HMM term")
@@ -186,9 +188,10 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.Lambda, o.lambda)
 	override(&cfg.VQVAE.Tau, o.tau)
 	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
-	if o.finalTrainer != "" {
-		cfg = cfg.WithFinalTrainer(o.finalTrainer)
+	if o.finalTrainer != "" && o.finalTrainer != cfg.FinalTrainer {
+		cfg = cfg.WithFinalTrainer(o.finalTrainer) // and its FinalIters
 	}
+	override(&cfg.FinalIters, o.finalIters)
 	override(&cfg.FinalDoublings, o.finalDoublings)
 	override(&cfg.FinalPrune, o.finalPrune)
 	override(&cfg.FinalGrow, o.finalGrow)

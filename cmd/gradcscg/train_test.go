@@ -32,6 +32,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--decode", "fuzzy"}, "decode"},
 		{[]string{"--final-trainer", "adam"}, `final_trainer="adam" (want "gradient" or "em")`},
 		{[]string{"--final-doublings", "17"}, "--final-doublings 17: must be an integer in [0, 16]"},
+		{[]string{"--final-iters", "0"}, "--final-iters 0: must be an integer in [1, 1000000]"},
 		{[]string{"--config", cfgPath}, "config.json"},
 		{[]string{"--config", filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{"--reevaluate", "--run", filepath.Join(dir, "norun")}, "norun"},
@@ -48,7 +49,7 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations and the joint iterations (--joint-iters 5).
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1,
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1,
 		gradFrames: -1, collapseLevel: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
@@ -79,7 +80,7 @@ func TestTrainConfigFlags(t *testing.T) {
 	}
 	// --arch sets the architecture's defaults before the flags that override them.
 	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
-		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
+		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
 	o.set = newFlagSet("train", "")
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp" {
 		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
@@ -92,6 +93,21 @@ func TestTrainConfigFlags(t *testing.T) {
 	o.gradFrames, o.arch, o.size = -1, "", "smoke"
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.Steps != 600 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_smoke" {
 		t.Errorf("--size smoke: steps %d, name %q, err %v", cfg.Steps, experiment.RunName(cfg), err)
+	}
+	// --final-trainer and --final-iters: the trainer's default iterations unless given,
+	// and a run name that says so; naming the default trainer keeps the size's own.
+	o.size, o.finalTrainer, o.finalDoublings = "ci", "em", -1
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != pipeline.FinalEMIters || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_finalem" {
+		t.Errorf("--final-trainer em: final_iters %d, name %q, err %v", cfg.FinalIters, experiment.RunName(cfg), err)
+	}
+	o.finalIters = 300
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != 300 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_finalem_iters300" {
+		t.Errorf("--final-trainer em --final-iters 300: final_iters %d, name %q, err %v", cfg.FinalIters, experiment.RunName(cfg), err)
+	}
+	o.finalTrainer, o.finalIters = "gradient", -1
+	ci = pipeline.CISized(mustDefault(t, "aliased"))
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != ci.FinalIters || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci" {
+		t.Errorf("--size ci --final-trainer gradient: final_iters %d (want %d), name %q, err %v", cfg.FinalIters, ci.FinalIters, experiment.RunName(cfg), err)
 	}
 }
 

@@ -72,6 +72,7 @@ func TestRunName(t *testing.T) {
 		{"a fixed finalisation budget", func(c *pipeline.Config) { c.FinalGrow = 0 }, "aliased_mnist_seed1_grow0"},
 		{"the EM finalisation", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM) }, "aliased_mnist_seed1_finalem"},
 		{"the EM finalisation, 4 doublings", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.FinalDoublings = 4 }, "aliased_mnist_seed1_finalem_doublings4"},
+		{"the EM finalisation, 300 iterations per round", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.FinalIters = 300 }, "aliased_mnist_seed1_finalem_iters300"},
 	} {
 		c2 := cfg
 		c.change(&c2)
