@@ -418,7 +418,7 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 			ProblemClones: "more clones for the full tokens",
 			ProblemFit:    "more iterations, restarts or EM (training stopped on a plateau)",
 			ProblemData:   dataAdvice,
-			ProblemMerged: fmt.Sprintf("more clones (splits) or data (the map is surprised by over %.1f%% more steps than its Viterbi path misses: "+
+			ProblemMerged: fmt.Sprintf("more training per split round (EM iterations), more clones (splits) or more data (the map is surprised by over %.1f%% more steps than its Viterbi path misses: "+
 				"its clones stand for several places, told apart only by what comes next)", 100*NoisyHindsight),
 			ProblemPredict: fmt.Sprintf("more clones or joint iterations, or a better encoder (the map predicts the next token on fewer than %.0f%% of steps: "+
 				"either it is not resolved or the tokens are misread too often)", 100*NoisyDeterminism),
