@@ -33,8 +33,7 @@ type trainOptions struct {
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
 	collapseLevel, stopChurn                                     float64
 	decode, budget, arch, finalTrainer                           string
-	finalDoublings                                               int
-	finalIters                                                   int
+	finalDoublings, finalIters                                   int
 	freeze, noLengthNorm, supervised                             bool
 }
 

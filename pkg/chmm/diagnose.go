@@ -83,7 +83,7 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 			return ll, err
 		}
 	}
-	ll, err := logLik(m, train)
+	ll, surprised, err := forwardStats(m, train, c, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +94,9 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 		return nil, errors.New("chmm: Diagnose: no training steps")
 	}
 	d.TrainBits = bitsPerStep(ll, d.Steps)
+	if after := d.Steps - len(train); after > 0 {
+		d.Surprises = float64(surprised) / float64(after)
+	}
 	if len(heldOut) > 0 {
 		n := 0
 		for _, s := range heldOut {
@@ -127,43 +130,11 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 		}
 	}
 	n := m.N()
-	trans := m.Transitions()
-	tokOf := m.StateTokens()
-	det := make([]bool, len(trans)/n) // per (a, i) row: one next token holds DeterministicMass
-	mass := make([]float64, m.K())
-	for r := range det {
-		clear(mass)
-		for j, p := range trans[r*n : (r+1)*n] {
-			if k := tokOf[j]; k >= 0 {
-				mass[k] += p
-			}
-		}
-		for _, p := range mass {
-			if p >= DeterministicMass {
-				det[r] = true
-				break
-			}
-		}
-	}
-	visits := make([]int, n)
-	moves, detMoves := 0, 0
-	for q, path := range paths {
-		for t, s := range path {
-			visits[s]++
-			if t+1 < len(path) {
-				moves++
-				if det[train[q].Actions[t]*n+s] {
-					detMoves++
-				}
-			}
-		}
-	}
+	det, pred := rowPredictions(m.Transitions(), m.StateTokens(), m.K(), c)
+	visits, moves, detMoves, missed := walkPaths(det, pred, n, train, paths)
 	if moves > 0 {
 		d.Determinism = float64(detMoves) / float64(moves)
-	}
-	d.Misses = misses(trans, tokOf, m.K(), c, train, paths)
-	if d.Surprises, err = surprises(m, train, c, workers); err != nil {
-		return nil, err
+		d.Misses = float64(missed) / float64(moves)
 	}
 	d.Visits = visits
 	first := 0
@@ -188,17 +159,24 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 	return d, nil
 }
 
-// misses returns Diagnosis.Misses of the walks' Viterbi paths (trans is A·N rows
-// of N; c nil: hard tokens).
-func misses(trans []float64, tokOf []int, K int, c [][]float64, walks []Sequence, paths [][]int) float64 {
+// rowPredictions returns, per (a, i) row of trans (A·N rows of N), whether one
+// next token holds DeterministicMass of it and the token most likely seen next
+// (read through c; nil: hard tokens).
+func rowPredictions(trans []float64, tokOf []int, K int, c [][]float64) (det []bool, pred []int) {
 	n := len(tokOf)
-	pred := make([]int, len(trans)/n) // per (a, i) row: the most likely next token
+	det, pred = make([]bool, len(trans)/n), make([]int, len(trans)/n)
 	tok, obs := make([]float64, K), make([]float64, K)
-	for r := range pred {
+	for r := range det {
 		clear(tok)
 		for j, p := range trans[r*n : (r+1)*n] {
 			if k := tokOf[j]; k >= 0 {
 				tok[k] += p
+			}
+		}
+		for _, p := range tok {
+			if p >= DeterministicMass {
+				det[r] = true
+				break
 			}
 		}
 		if c != nil {
@@ -211,47 +189,64 @@ func misses(trans []float64, tokOf []int, K int, c [][]float64, walks []Sequence
 		} else {
 			copy(obs, tok)
 		}
-		best := 0
 		for o, p := range obs {
-			if p > obs[best] {
-				best = o
+			if p > obs[pred[r]] {
+				pred[r] = o
 			}
 		}
-		pred[r] = best
 	}
-	moves, missed := 0, 0
+	return det, pred
+}
+
+// walkPaths counts, along the walks' state paths, the steps in each of the n states
+// and the moves: all, those from a deterministic row, and those whose next token is
+// not their row's prediction (rowPredictions).
+func walkPaths(det []bool, pred []int, n int, walks []Sequence, paths [][]int) (visits []int, moves, detMoves, missed int) {
+	visits = make([]int, n)
 	for q, path := range paths {
-		for t := 0; t+1 < len(path); t++ {
+		for t, s := range path {
+			visits[s]++
+			if t+1 == len(path) {
+				continue
+			}
 			moves++
-			if walks[q].Obs[t+1] != pred[walks[q].Actions[t]*n+path[t]] {
+			r := walks[q].Actions[t]*n + s
+			if det[r] {
+				detMoves++
+			}
+			if walks[q].Obs[t+1] != pred[r] {
 				missed++
 			}
 		}
 	}
-	if moves == 0 {
-		return 0
-	}
-	return float64(missed) / float64(moves)
+	return visits, moves, detMoves, missed
 }
 
-// surprises returns Diagnosis.Surprises of seqs under m (tokens read through c;
-// nil: hard tokens).
-func surprises(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, error) {
+// forwardStats returns ℓ of seqs under m (tokens read through c; nil: hard tokens)
+// and the steps after the first of each sequence whose token had probability below
+// ½ given the steps before (the forward pass's normaliser c_t), from one forward pass.
+func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, int, error) {
+	if err := m.Check(seqs); err != nil {
+		return 0, 0, err
+	}
 	p := newParams(m)
+	fw := p.forward
 	if c != nil {
+		if err := ValidateConfusion(c, m.K()); err != nil {
+			return 0, 0, err
+		}
 		p.setConfusion(c, 0)
+		fw = p.forwardConf
 	}
 	nw := workerCount(workers, len(seqs))
 	work := make([]fbWork, nw)
-	count := make([]int, len(seqs))
+	lls, count := make([]float64, len(seqs)), make([]int, len(seqs))
 	err := parallel(len(seqs), nw, func(w, q int) error {
-		fw := p.forward
-		if c != nil {
-			fw = p.forwardConf
-		}
-		if _, step, ok := fw(seqs[q], p.pi, &work[w]); !ok {
+		ll, step, ok := fw(seqs[q], p.pi, &work[w])
+		if !ok {
 			return zeroProbError(q, step)
 		}
+		lls[q] = ll
 		for _, ct := range work[w].scale[1:seqs[q].Len()] {
 			if ct < 0.5 {
 				count[q]++
@@ -260,17 +255,15 @@ func surprises(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, 
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n, steps := 0, 0
-	for q, s := range seqs {
+	var ll float64
+	n := 0
+	for q := range seqs {
+		ll += lls[q]
 		n += count[q]
-		steps += max(0, s.Len()-1)
 	}
-	if steps == 0 {
-		return 0, nil
-	}
-	return float64(n) / float64(steps), nil
+	return ll, n, nil
 }
 
 func bitsPerStep(ll float64, steps int) float64 {

@@ -152,13 +152,18 @@ func TestMisses(t *testing.T) {
 	trans := []float64{0, 1, 1, 0}
 	walk := Sequence{Obs: []int{0, 1, 1, 0, 1, 0, 0}, Actions: []int{0, 0, 0, 0, 0, 0}}
 	path := [][]int{{0, 1, 1, 0, 1, 0, 0}}
+	misses := func(c [][]float64) float64 {
+		det, pred := rowPredictions(trans, []int{0, 1}, 2, c)
+		_, moves, _, missed := walkPaths(det, pred, 2, []Sequence{walk}, path)
+		return float64(missed) / float64(moves)
+	}
 	// Moves 0→1 hit, 1→1 miss, 1→0 hit, 0→1 hit, 1→0 hit, 0→0 miss.
-	if got := misses(trans, []int{0, 1}, 2, nil, []Sequence{walk}, path); math.Abs(got-2.0/6) > 1e-12 {
+	if got := misses(nil); math.Abs(got-2.0/6) > 1e-12 {
 		t.Errorf("hard: misses %g, want 1/3", got)
 	}
 	// Through C = [[.1 .9] [.9 .1]] each state's prediction reads as the other token:
 	// miss, hit, miss, miss, miss, hit.
-	if got := misses(trans, []int{0, 1}, 2, [][]float64{{0.1, 0.9}, {0.9, 0.1}}, []Sequence{walk}, path); math.Abs(got-4.0/6) > 1e-12 {
+	if got := misses([][]float64{{0.1, 0.9}, {0.9, 0.1}}); math.Abs(got-4.0/6) > 1e-12 {
 		t.Errorf("through C: misses %g, want 2/3", got)
 	}
 	// The alternator (½–½ after token 0 under action 1): 0 -a1-> 0 -a1-> 1 -a0-> 0.
@@ -167,13 +172,13 @@ func TestMisses(t *testing.T) {
 	// after o_1 is (.8, .2), so p(o_2 = 1 | o_1 = 0) under action 0 (0→1, 1→0) is
 	// .8·.8 + .2·.2 = .68 and p(o_2 = 0) = .32 < ½: one surprise of one step.
 	m := alternator()
-	got, err := surprises(m, []Sequence{{Obs: []int{0, 0, 1, 0}, Actions: []int{1, 1, 0}}}, nil, 1)
+	_, got, err := forwardStats(m, []Sequence{{Obs: []int{0, 0, 1, 0}, Actions: []int{1, 1, 0}}}, nil, 1)
 	if err != nil || got != 0 {
-		t.Errorf("hard: surprises %g (%v), want 0", got, err)
+		t.Errorf("hard: %d surprises (%v), want 0", got, err)
 	}
-	got, err = surprises(m, []Sequence{{Obs: []int{0, 0}, Actions: []int{0}}}, [][]float64{{0.8, 0.2}, {0.2, 0.8}}, 1)
+	_, got, err = forwardStats(m, []Sequence{{Obs: []int{0, 0}, Actions: []int{0}}}, [][]float64{{0.8, 0.2}, {0.2, 0.8}}, 1)
 	if err != nil || got != 1 {
-		t.Errorf("through C: surprises %g (%v), want 1", got, err)
+		t.Errorf("through C: %d surprises (%v), want 1", got, err)
 	}
 }
 
