@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 )
 
 // Diagnosis is a label-free account of how a model explains walks of its world: it
@@ -225,6 +226,8 @@ func walkPaths(det []bool, pred []int, n int, walks []Sequence, paths [][]int) (
 // forwardStats returns ℓ of seqs under m (tokens read through c; nil: hard tokens)
 // and the steps after the first of each sequence whose token had probability below
 // ½ given the steps before (the forward pass's normaliser c_t), from one forward pass.
+// With hard tokens a sequence whose probability-space pass underflows is redone in
+// log space, as LogLikelihood does.
 func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, int, error) {
 	if err := m.Check(seqs); err != nil {
 		return 0, 0, err
@@ -238,20 +241,36 @@ func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float6
 		p.setConfusion(c, 0)
 		fw = p.forwardConf
 	}
+	var lp *logParams
+	var once sync.Once
 	nw := workerCount(workers, len(seqs))
 	work := make([]fbWork, nw)
 	lls, count := make([]float64, len(seqs)), make([]int, len(seqs))
 	err := parallel(len(seqs), nw, func(w, q int) error {
 		ll, step, ok := fw(seqs[q], p.pi, &work[w])
+		if ok {
+			lls[q] = ll
+			for _, ct := range work[w].scale[1:seqs[q].Len()] {
+				if ct < 0.5 {
+					count[q]++
+				}
+			}
+			return nil
+		}
+		if c != nil {
+			return zeroProbError(q, step)
+		}
+		once.Do(func() { lp = newLogParams(m) })
+		count[q] = 0
+		ll, step, ok = lp.logForwardSteps(seqs[q], func(_ int, logC float64) {
+			if logC < -math.Ln2 {
+				count[q]++
+			}
+		})
 		if !ok {
 			return zeroProbError(q, step)
 		}
 		lls[q] = ll
-		for _, ct := range work[w].scale[1:seqs[q].Len()] {
-			if ct < 0.5 {
-				count[q]++
-			}
-		}
 		return nil
 	})
 	if err != nil {

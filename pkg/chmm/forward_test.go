@@ -264,16 +264,41 @@ func TestLogLikelihoodUnderflowFallback(t *testing.T) {
 	if err != nil || math.Abs(lp-want) > 1e-9 {
 		t.Errorf("Viterbi log p = %v (%v), want %v", lp, err, want)
 	}
-	// The log-space pass agrees with the normal one where both work.
+	// The diagnosis reads the same walk in log space too: ℓ as above, and its one
+	// step after the first is a surprise (p(o_1 | o_0) ≈ e^-1000 / 4).
+	d, err := Diagnose(m, []Sequence{seq}, nil, 1)
+	if err != nil {
+		t.Fatalf("Diagnose: %v", err)
+	}
+	if wantBits := -want / 2 / math.Ln2; math.Abs(d.TrainBits-wantBits) > 1e-9 || d.Surprises != 1 {
+		t.Errorf("Diagnose: %v bits/step, surprises %v; want %v and 1", d.TrainBits, d.Surprises, wantBits)
+	}
+	// The log-space pass agrees with the normal one where both work, ℓ and every
+	// step's normaliser c_t.
 	rng := rand.New(rand.NewPCG(17, 1))
 	m2 := randomModel(rng, []int{3, 2, 2}, 2, 2, true)
 	lp2 := newLogParams(m2)
+	p2 := newParams(m2)
+	var w fbWork
 	for range 20 {
 		s := randomSeq(rng, 3, 2, 1+rng.IntN(40))
 		ll1, err := LogLikelihood(m2, []Sequence{s})
 		ll2, _, ok := lp2.logForward(s)
 		if (err == nil) != ok || (ok && math.Abs(ll1-ll2) > 1e-10*math.Max(1, math.Abs(ll1))) {
 			t.Errorf("probability-space %v (%v), log-space %v (%v)", ll1, err, ll2, ok)
+		}
+		if _, _, ok := p2.forward(s, p2.pi, &w); !ok {
+			continue
+		}
+		steps := 0
+		lp2.logForwardSteps(s, func(t1 int, logC float64) {
+			steps++
+			if want := math.Log(w.scale[t1]); math.Abs(logC-want) > 1e-10*math.Max(1, math.Abs(want)) {
+				t.Errorf("step %d: log c_t %v, probability space %v", t1, logC, want)
+			}
+		})
+		if steps != s.Len()-1 {
+			t.Errorf("%d steps reported for a sequence of %d", steps, s.Len())
 		}
 	}
 }

@@ -187,12 +187,23 @@ func ViterbiAll(m *Model, seqs []Sequence, workers int) (states [][]int, logp []
 // It costs an exp per block entry and is the fallback of LogLikelihood when
 // the per-step normalised pass (forward) underflows.
 func (lp *logParams) logForward(seq Sequence) (float64, int, bool) {
+	return lp.logForwardSteps(seq, nil)
+}
+
+// logForwardSteps is logForward that also calls step(t, log c_t) with the log of
+// every step's normaliser c_t = p(o_t | o_<t, a_<t) (the probability-space
+// pass's scale), for t = 1, 2, …, when step is not nil.
+func (lp *logParams) logForwardSteps(seq Sequence, step func(t int, logC float64)) (float64, int, bool) {
 	obs, acts := seq.Obs, seq.Actions
 	n := lp.n
 	f0 := lp.first[obs[0]]
 	la := append([]float64(nil), lp.logPi[f0:f0+lp.size[obs[0]]]...)
 	if !anyFinite(la) {
 		return math.Inf(-1), 0, false
+	}
+	prev := 0.0
+	if step != nil {
+		prev = logSumExp(la)
 	}
 	next := make([]float64, lp.maxC)
 	for t := 0; t+1 < len(obs); t++ {
@@ -220,6 +231,11 @@ func (lp *logParams) logForward(seq Sequence) (float64, int, bool) {
 			return math.Inf(-1), t + 1, false
 		}
 		la = append(la[:0], nx...)
+		if step != nil {
+			z := logSumExp(la)
+			step(t+1, z-prev)
+			prev = z
+		}
 	}
 	return logSumExp(la), 0, true
 }
