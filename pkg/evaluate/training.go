@@ -72,7 +72,10 @@ type GrowCheck struct {
 
 // TrainerRun is one run of an HMM trainer: how long it trained and why it stopped.
 type TrainerRun struct {
-	Name        string `json:"name"`
+	Name string `json:"name"`
+	// Iterations counts the likelihood evaluations recorded (chmm.History.LogLik;
+	// gradient passes or E-steps): one more than the parameter updates when the
+	// trainer runs to its limit (1001 for 1000).
 	Iterations  int    `json:"iterations"`
 	SplitRounds int    `json:"split_rounds"`           // clone-splitting rounds
 	ClonesAdded int    `json:"clones_added,omitempty"` // clones the splits added (chmm.GradConfig.GrowClones)
