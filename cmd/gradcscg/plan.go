@@ -31,7 +31,7 @@ type planOptions struct {
 	obs, prior              string
 	noise, goalMass         float64
 	arriveMass              float64
-	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn"; "" not given
+	noiseModel              string // --noise: "rate" (ε = noise), "auto", "learn", "map"; "" not given
 	figure                  string
 	quiet                   bool
 }
@@ -84,14 +84,14 @@ func planFlags(o *planOptions) *flag.FlagSet {
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
 	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
 	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
-	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM (default: learn for --run, 0 for --model)", func(v string) error {
-		if v == "auto" || v == "learn" {
+	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM; map: the confusion matrix the map was trained through (a run finalised by --final-trainer em) (default: map for such a run, learn for other runs, 0 for --model)", func(v string) error {
+		if v == "auto" || v == "learn" || v == "map" {
 			o.noiseModel = v
 			return nil
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("want a number, auto or learn")
+			return fmt.Errorf("want a number, auto, learn or map")
 		}
 		o.noiseModel, o.noise = "rate", x
 		return nil
@@ -143,7 +143,7 @@ func planRun(o *planOptions) (*planReport, error) {
 // chooseNoise is the noise model of --noise, or the library's default for setup.
 func (o *planOptions) chooseNoise(setup *experiment.PlanSetup, soft bool) string {
 	switch o.noiseModel {
-	case "auto", "learn":
+	case "auto", "learn", "map":
 		return o.noiseModel
 	case "rate":
 		return experiment.NoiseRate
@@ -176,7 +176,7 @@ func (o *planOptions) evalConfig() (plan.EvalConfig, error) {
 		return cfg, fmt.Errorf("--obs %q: must be hard or soft", o.obs)
 	case o.obs == "soft" && o.model != "":
 		return cfg, fmt.Errorf("--obs soft needs an image run (--run); symbols have no soft posterior")
-	case o.obs == "soft" && (o.noise != 0 || o.noiseModel == "auto" || o.noiseModel == "learn"):
+	case o.obs == "soft" && (o.noise != 0 || o.noiseModel == "auto" || o.noiseModel == "learn" || o.noiseModel == "map"):
 		return cfg, fmt.Errorf("--noise applies to hard emissions only")
 	case !(o.threshold > 0 && o.threshold < 1):
 		return cfg, fmt.Errorf("--threshold %v: must be in (0, 1)", o.threshold)

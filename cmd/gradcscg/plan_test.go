@@ -32,6 +32,7 @@ func TestPlanBadArguments(t *testing.T) {
 		{"not a run dir", []string{"--run", dir}, dir},
 		{"soft with noise", []string{"--run", dir, "--obs", "soft", "--noise", "auto"}, "--noise applies to hard emissions only"},
 		{"soft with learned noise", []string{"--run", dir, "--obs", "soft", "--noise", "learn"}, "--noise applies to hard emissions only"},
+		{"soft with the map's noise", []string{"--run", dir, "--obs", "soft", "--noise", "map"}, "--noise applies to hard emissions only"},
 		{"bad arrival mass", []string{"--model", model, "--env", "aliased", "--arrive-mass", "0"}, "--arrive-mass 0"},
 		{"figure of a symbolic model", []string{"--model", model, "--env", "aliased", "--figure", filepath.Join(dir, "f.png")}, "--figure needs --run DIR"},
 	} {
@@ -48,7 +49,7 @@ func TestPlanBadArguments(t *testing.T) {
 		t.Errorf("unknown flag: exit %d, stderr %q", code, errOut)
 	}
 	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--noise", "lots")
-	if code != 2 || !strings.Contains(errOut, "want a number, auto or learn") {
+	if code != 2 || !strings.Contains(errOut, "want a number, auto, learn or map") {
 		t.Errorf("--noise lots: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -125,6 +126,13 @@ func TestPlanSymbolicModel(t *testing.T) {
 			t.Errorf("symbols: learned confusion[%d][%d] = %.3f, want ≥ 0.95", k, k, row[k])
 		}
 	}
+
+	// --noise map: a symbolic model was not trained through a confusion matrix.
+	code, _, errOut = run(t, "plan", "--model", model, "--env", "aliased", "--pairs", "10", "--quiet", "--noise", "map")
+	if code != 1 {
+		t.Errorf("--noise map: exit %d", code)
+	}
+	oneCleanError(t, errOut, "has no confusion matrix")
 
 	// The model does not fit another environment.
 	code, _, errOut = run(t, "plan", "--model", model, "--env", "two_rooms", "--quiet")

@@ -20,17 +20,23 @@ const (
 	NoiseRate  = ""      // the filter's misreading rate as given (plan.FilterConfig.Noise)
 	NoiseAuto  = "auto"  // the rate under which the map explains an unlabelled walk best
 	NoiseLearn = "learn" // a token confusion matrix fitted to that walk by EM
+	NoiseMap   = "map"   // the confusion matrix the map was trained through (PlanSetup.Confusion)
 )
 
-// DefaultNoise is the noise model of planning with s when none is chosen: NoiseLearn
-// for a map read from images through hard emissions (the encoder misreads test
-// images; README, "Planning with the learned map"), NoiseRate otherwise (symbols are
-// never misread, and soft emissions carry the encoder's own uncertainty).
+// DefaultNoise is the noise model of planning with s when none is chosen, for a map
+// read from images through hard emissions (the encoder misreads test images; README,
+// "Planning with the learned map"): NoiseMap if the map was trained through a
+// confusion matrix, else NoiseLearn. NoiseRate otherwise: symbols are never
+// misread, and soft emissions carry the encoder's own uncertainty (read through the
+// map's confusion matrix, if it has one: RunPlanSetup).
 func DefaultNoise(s *PlanSetup, soft bool) string {
-	if s.Dataset != "symbolic" && !soft {
-		return NoiseLearn
+	switch {
+	case soft || s.Dataset == "symbolic":
+		return NoiseRate
+	case s.Confusion != nil:
+		return NoiseMap
 	}
-	return NoiseRate
+	return NoiseLearn
 }
 
 // PlanPreset is a named change to planning's defaults, for comparisons (the plan
@@ -97,6 +103,9 @@ type PlanSetup struct {
 	// StatePlace is the place χ(s) the run's evaluation assigns to each state (for
 	// figures.PlanTrials); nil for a symbolic model.
 	StatePlace []int
+	// Confusion is the token confusion matrix C[k][o] the map was trained through
+	// (pipeline.MapConfusion: a run finalised by EM), [K][K]; nil if none.
+	Confusion [][]float64
 }
 
 // SymbolicPlanSetup plans with a symbolic model m of env (source names it): the agent
@@ -132,17 +141,23 @@ func RunPlanSetup(res *pipeline.Result, source, emissions string, progressOut io
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	pool, err := encodeTestImages(res, env, progressOut)
+	conf, err := pipeline.MapConfusion(res.HMM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	pool, err := encodeTestImages(res, env, conf, progressOut)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return &PlanSetup{Map: mp, Env: env, Observer: pool, Source: source, Dataset: res.Config.Dataset, StatePlace: res.Report.StatePlace,
-		Obs: "held-out " + res.Config.Dataset + " images, " + emissions + " emissions"}, nil
+		Obs: "held-out " + res.Config.Dataset + " images, " + emissions + " emissions", Confusion: conf}, nil
 }
 
 // encodeTestImages encodes every test-split image of the environment's classes with
-// the run's frozen VQ-VAE: the pool fresh observations are drawn from.
-func encodeTestImages(res *pipeline.Result, env *gridworld.Env, progressOut io.Writer) (*plan.Pool, error) {
+// the run's frozen VQ-VAE: the pool fresh observations are drawn from. With the map's
+// confusion matrix conf (nil: none) the soft posteriors are read as the map's tokens
+// (pipeline.ThroughConfusion), as the run's own read-out does.
+func encodeTestImages(res *pipeline.Result, env *gridworld.Env, conf [][]float64, progressOut io.Writer) (*plan.Pool, error) {
 	bank, err := dataset.LoadBank(res.Config.Dataset, dataset.Test, env.ClassesUsed())
 	if err != nil {
 		return nil, err
@@ -170,6 +185,11 @@ func encodeTestImages(res *pipeline.Result, env *gridworld.Env, progressOut io.W
 		}
 		obs[i] = plan.Obs{Token: tokens[i], LogRho: logRho[i]}
 	}
+	if conf != nil {
+		for i, lr := range pipeline.ThroughConfusion(logRho, conf) {
+			obs[i].LogRho = lr
+		}
+	}
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "encoded %d held-out %s images in %.1fs\n", len(idx), res.Config.Dataset, time.Since(t0).Seconds())
 	}
@@ -182,7 +202,7 @@ type PlanReport struct {
 	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
 	Obs     string  `json:"observations"`
 	Seconds float64 `json:"seconds"`
-	// Confusion is the token confusion matrix of NoiseLearn, [K][K].
+	// Confusion is the token confusion matrix of NoiseLearn or NoiseMap, [K][K].
 	Confusion [][]float64 `json:"confusion,omitempty"`
 	*plan.Report
 }
@@ -199,13 +219,25 @@ const (
 // Plan scores closed-loop planning with s under cfg (plan.Evaluate). With noise
 // NoiseAuto or NoiseLearn the hard-emission filter's misreading rate or confusion
 // matrix is first fitted to an unlabelled walk of CalibrationSteps steps on a seed
-// stream of its own (no place or label is used). Progress goes to progressOut when it
-// is not nil.
+// stream of its own (no place or label is used); with NoiseMap the filter reads the
+// tokens through the map's own confusion matrix (s.Confusion). Progress goes to
+// progressOut when it is not nil.
 func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer) (*PlanReport, error) {
 	t0 := time.Now()
 	rep := &PlanReport{Source: s.Source, Dataset: s.Dataset, Obs: s.Obs}
 	switch noise {
 	case NoiseRate:
+	case NoiseMap:
+		switch {
+		case cfg.Filter.Soft:
+			return nil, fmt.Errorf("experiment: noise model %q applies to hard emissions only (soft ones are read through the map's confusion matrix already)", noise)
+		case s.Confusion == nil:
+			return nil, fmt.Errorf("experiment: noise model %q: %s has no confusion matrix (only a run finalised by EM has one); use %q or %q", noise, s.Source, NoiseLearn, NoiseAuto)
+		}
+		cfg.Filter.Confusion, rep.Confusion = s.Confusion, s.Confusion
+		if progressOut != nil {
+			fmt.Fprintf(progressOut, "noise map: the token confusion matrix the map was trained through\n")
+		}
 	case NoiseAuto, NoiseLearn:
 		if cfg.Filter.Soft {
 			return nil, fmt.Errorf("experiment: noise model %q applies to hard emissions only", noise)
@@ -240,7 +272,7 @@ func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer
 			}
 		}
 	default:
-		return nil, fmt.Errorf("experiment: noise model %q: want %q (the rate given), %q or %q", noise, NoiseRate, NoiseAuto, NoiseLearn)
+		return nil, fmt.Errorf("experiment: noise model %q: want %q (the rate given), %q, %q or %q", noise, NoiseRate, NoiseAuto, NoiseLearn, NoiseMap)
 	}
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "%s: %d places; map: %d states, %d model places; %d pairs\n",

@@ -51,9 +51,36 @@ func TestPlanSymbolic(t *testing.T) {
 	if _, err := Plan(s, cfg, "guess", nil); err == nil || !strings.Contains(err.Error(), "guess") {
 		t.Errorf("noise guess: %v", err)
 	}
+	if _, err := Plan(s, cfg, NoiseMap, nil); err == nil || !strings.Contains(err.Error(), "no confusion matrix") {
+		t.Errorf("map noise without a confusion matrix: %v", err)
+	}
+	// NoiseMap: the filter reads the tokens through the map's own matrix, here one
+	// that says token 0 is misread as token 1 a tenth of the time.
+	K := len(tok.Classes)
+	s.Confusion = make([][]float64, K)
+	for k := range s.Confusion {
+		s.Confusion[k] = make([]float64, K)
+		s.Confusion[k][k] = 1
+	}
+	s.Confusion[0][0], s.Confusion[0][1] = 0.9, 0.1
+	log.Reset()
+	rep, err = Plan(s, cfg, NoiseMap, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "noise map") || !strings.Contains(rep.Filter, "confusion") || rep.Confusion[0][1] != 0.1 {
+		t.Errorf("map noise: filter %q, confusion %v\nlog %s", rep.Filter, rep.Confusion, log.String())
+	}
+	for _, m := range rep.Modes {
+		if m.SuccessRate < 0.9 {
+			t.Errorf("map noise, %s: success %.2f on a recovered aliased map", m.Mode, m.SuccessRate)
+		}
+	}
 	cfg.Filter.Soft = true
-	if _, err := Plan(s, cfg, NoiseLearn, nil); err == nil || !strings.Contains(err.Error(), "hard emissions") {
-		t.Errorf("soft with learn: %v", err)
+	for _, noise := range []string{NoiseLearn, NoiseMap} {
+		if _, err := Plan(s, cfg, noise, nil); err == nil || !strings.Contains(err.Error(), "hard emissions") {
+			t.Errorf("soft with %s: %v", noise, err)
+		}
 	}
 }
 
@@ -63,9 +90,15 @@ func TestDefaultNoise(t *testing.T) {
 		dataset string
 		soft    bool
 		want    string
-	}{{"symbolic", false, NoiseRate}, {"mnist", false, NoiseLearn}, {"fashion", false, NoiseLearn}, {"mnist", true, NoiseRate}} {
-		if got := DefaultNoise(&PlanSetup{Dataset: tc.dataset}, tc.soft); got != tc.want {
-			t.Errorf("%s soft=%v: %q, want %q", tc.dataset, tc.soft, got, tc.want)
+		conf    bool // the map was trained through a confusion matrix
+	}{{"symbolic", false, NoiseRate, false}, {"mnist", false, NoiseLearn, false}, {"fashion", false, NoiseLearn, false}, {"mnist", true, NoiseRate, false},
+		{"mnist", false, NoiseMap, true}, {"mnist", true, NoiseRate, true}} {
+		s := &PlanSetup{Dataset: tc.dataset}
+		if tc.conf {
+			s.Confusion = [][]float64{{1}}
+		}
+		if got := DefaultNoise(s, tc.soft); got != tc.want {
+			t.Errorf("%s soft=%v confusion=%v: %q, want %q", tc.dataset, tc.soft, tc.conf, got, tc.want)
 		}
 	}
 }

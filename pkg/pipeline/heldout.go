@@ -52,7 +52,7 @@ func (h *HeldOut) Decode(vq *vqvae.Model, hmm *chmm.Model, decode string) (token
 // Viterbi is Decode's read-out for tokens and logRho already encoded: chmm.Decode
 // with the emissions of decode. A map that reads its tokens through a confusion
 // matrix C (FinalEM, MapConfusion) reads both through it: the hard tokens as
-// chmm.Confused, the soft posteriors as log Σ_o C[k][o] ρ_t(o) (throughConfusion).
+// chmm.Confused, the soft posteriors as log Σ_o C[k][o] ρ_t(o) (ThroughConfusion).
 // Its token indices need not be the encoder's: EM may let the clones of a rarely seen
 // token stand for places of another (C[k][o] near 1 for o ≠ k).
 func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, decode string) ([]int, error) {
@@ -67,7 +67,7 @@ func (h *HeldOut) Viterbi(hmm *chmm.Model, tokens []int, logRho [][]float32, dec
 	case decode == DecodeHard:
 		e = chmm.Tokens(tokens)
 	case decode == DecodeSoft && conf != nil:
-		e = chmm.LogRho(throughConfusion(logRho, conf))
+		e = chmm.LogRho(ThroughConfusion(logRho, conf))
 	case decode == DecodeSoft:
 		e = chmm.LogRho(logRho)
 	default:
@@ -106,9 +106,9 @@ func MapConfusion(hmm *chmm.Model) ([][]float64, error) {
 	return c, nil
 }
 
-// throughConfusion returns log ρ'_t(k) = log Σ_o C[k][o] ρ_t(o): the encoder's
+// ThroughConfusion returns log ρ'_t(k) = log Σ_o C[k][o] ρ_t(o): the encoder's
 // posterior over its codes o read as the map's tokens k (a soft Confused).
-func throughConfusion(logRho [][]float32, c [][]float64) [][]float32 {
+func ThroughConfusion(logRho [][]float32, c [][]float64) [][]float32 {
 	out := make([][]float32, len(logRho))
 	for t, row := range logRho {
 		out[t] = make([]float32, len(c))

@@ -223,12 +223,12 @@ func TestFinaliseEM(t *testing.T) {
 	}
 }
 
-// throughConfusion reads the encoder's posterior over its codes as the map's tokens:
+// ThroughConfusion reads the encoder's posterior over its codes as the map's tokens:
 // log Σ_o C[k][o] ρ(o), by hand.
 func TestThroughConfusion(t *testing.T) {
 	rho := [][]float32{{float32(math.Log(0.7)), float32(math.Log(0.2)), float32(math.Log(0.1))}}
 	c := [][]float64{{1, 0, 0}, {0, 0.5, 0.5}, {0, 0.1, 0.9}} // token 2 mostly read as code 2
-	got := throughConfusion(rho, c)[0]
+	got := ThroughConfusion(rho, c)[0]
 	want := []float64{0.7, 0.5*0.2 + 0.5*0.1, 0.1*0.2 + 0.9*0.1}
 	for k := range want {
 		if math.Abs(float64(got[k])-math.Log(want[k])) > 1e-6 {
