@@ -358,7 +358,7 @@ const (
 // recovered MNIST maps (CI-sized aliased, room, tiled) every resolved map was
 // surprised by at most 0.16 percentage points more steps than its path missed
 // (tiled), and every map that merged places (F1 0.15–0.93, and tiled from MNIST at
-// 0.62) by at least 0.34 points (README, "Is the map resolved?"). NoisyHindsight
+// 0.61–0.62, three maps) by at least 0.34 points (README, "Is the map resolved?"). NoisyHindsight
 // lies between; the margin is thin and rests on few pixel maps.
 const (
 	ExactBits          = 0.02
