@@ -187,7 +187,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.Lambda, o.lambda)
 	override(&cfg.VQVAE.Tau, o.tau)
 	override(&cfg.AlphaDivEnd, o.alphaDivEnd)
-	if o.finalTrainer != "" && o.finalTrainer != cfg.FinalTrainer {
+	if o.finalTrainer != "" {
 		cfg = cfg.WithFinalTrainer(o.finalTrainer) // and its FinalIters
 	}
 	override(&cfg.FinalIters, o.finalIters)

@@ -261,7 +261,6 @@ func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float6
 			return zeroProbError(q, step)
 		}
 		once.Do(func() { lp = newLogParams(m) })
-		count[q] = 0
 		ll, step, ok = lp.logForwardSteps(seqs[q], func(_ int, logC float64) {
 			if logC < -math.Ln2 {
 				count[q]++
@@ -358,8 +357,8 @@ const (
 // recovered MNIST maps (CI-sized aliased, room, tiled) every resolved map was
 // surprised by at most 0.16 percentage points more steps than its path missed
 // (tiled), and every map that merged places (F1 0.15–0.93, and tiled from MNIST at
-// 0.61–0.62, three maps) by at least 0.34 points (README, "Is the map resolved?"). NoisyHindsight
-// lies between; the margin is thin and rests on few pixel maps.
+// 0.61–0.62, three maps) by at least 0.34 points (README, "Is the map resolved?").
+// NoisyHindsight lies between; the margin is thin and rests on few pixel maps.
 const (
 	ExactBits          = 0.02
 	NoisyDeterminism   = 0.75

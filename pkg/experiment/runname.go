@@ -83,11 +83,7 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.FinalTrainer != d.FinalTrainer {
 		name += "_final" + cfg.FinalTrainer
 	}
-	iters := d.FinalIters // the trainer's default at this size
-	if cfg.FinalTrainer != d.FinalTrainer {
-		iters = d.WithFinalTrainer(cfg.FinalTrainer).FinalIters
-	}
-	if cfg.FinalIters != iters {
+	if cfg.FinalIters != d.WithFinalTrainer(cfg.FinalTrainer).FinalIters { // the trainer's default at this size
 		name += fmt.Sprintf("_iters%d", cfg.FinalIters)
 	}
 	if cfg.FinalTrainer == pipeline.FinalEM && cfg.FinalDoublings != d.FinalDoublings {

@@ -647,8 +647,12 @@ func (c Config) WithArch(arch string) Config {
 
 // WithFinalTrainer returns c finalised by trainer (FinalGradient or FinalEM) with that
 // trainer's FinalIters (1000 Adam iterations, or FinalEMIters EM iterations per split
-// round).
+// round), or c itself if trainer finalises it already (its FinalIters kept, such as
+// CISized's 500).
 func (c Config) WithFinalTrainer(trainer string) Config {
+	if trainer == c.FinalTrainer {
+		return c
+	}
 	c.FinalTrainer = trainer
 	c.FinalIters = FinalGradientIters
 	if trainer == FinalEM {

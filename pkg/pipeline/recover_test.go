@@ -31,9 +31,7 @@ func ciAliased(t *testing.T, trainer string) (*evaluate.Report, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg = CISized(cfg); trainer != cfg.FinalTrainer {
-		cfg = cfg.WithFinalTrainer(trainer)
-	}
+	cfg = CISized(cfg).WithFinalTrainer(trainer)
 	if s, err := strconv.ParseUint(os.Getenv("GRADCSCG_SEED"), 10, 64); err == nil {
 		cfg.Seed = s
 	}
