@@ -202,7 +202,9 @@ type PlanReport struct {
 	Dataset string  `json:"dataset"` // "symbolic", "mnist", "fashion"
 	Obs     string  `json:"observations"`
 	Seconds float64 `json:"seconds"`
-	// Confusion is the token confusion matrix of NoiseLearn or NoiseMap, [K][K].
+	// Noise is the hard-emission filter's noise model (NoiseRate, NoiseAuto,
+	// NoiseLearn or NoiseMap); Confusion is the matrix of NoiseLearn or NoiseMap, [K][K].
+	Noise     string      `json:"noise"`
 	Confusion [][]float64 `json:"confusion,omitempty"`
 	*plan.Report
 }
@@ -224,7 +226,8 @@ const (
 // progressOut when it is not nil.
 func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer) (*PlanReport, error) {
 	t0 := time.Now()
-	rep := &PlanReport{Source: s.Source, Dataset: s.Dataset, Obs: s.Obs}
+	rep := &PlanReport{Source: s.Source, Dataset: s.Dataset, Obs: s.Obs, Noise: noise}
+	whose := "" // where a confusion matrix came from, for the filter's description
 	switch noise {
 	case NoiseRate:
 	case NoiseMap:
@@ -235,6 +238,7 @@ func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer
 			return nil, fmt.Errorf("experiment: noise model %q: %s has no confusion matrix (only a run finalised by EM has one); use %q or %q", noise, s.Source, NoiseLearn, NoiseAuto)
 		}
 		cfg.Filter.Confusion, rep.Confusion = s.Confusion, s.Confusion
+		whose = "the map's own"
 		if progressOut != nil {
 			fmt.Fprintf(progressOut, "noise map: the token confusion matrix the map was trained through\n")
 		}
@@ -262,6 +266,7 @@ func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer
 				return nil, fmt.Errorf("noise learn: %w", err)
 			}
 			cfg.Filter.Confusion, rep.Confusion = c, c
+			whose = fmt.Sprintf("fitted to a %d-step unlabelled walk", CalibrationSteps)
 			if progressOut != nil {
 				hit := 0.0
 				for k := range c {
@@ -284,6 +289,9 @@ func Plan(s *PlanSetup, cfg plan.EvalConfig, noise string, progressOut io.Writer
 	r, err := plan.Evaluate(s.Map, s.Env, s.Observer, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if whose != "" {
+		r.Filter += " (" + whose + ")"
 	}
 	rep.Report = r
 	rep.Seconds = time.Since(t0).Seconds()

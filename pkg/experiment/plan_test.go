@@ -68,7 +68,7 @@ func TestPlanSymbolic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log.String(), "noise map") || !strings.Contains(rep.Filter, "confusion") || len(rep.Confusion) != K || rep.Confusion[0][1] != 0.1 {
+	if !strings.Contains(log.String(), "noise map") || !strings.Contains(rep.Filter, "confusion matrix (the map's own)") || rep.Noise != NoiseMap || len(rep.Confusion) != K || rep.Confusion[0][1] != 0.1 {
 		t.Errorf("map noise: filter %q, confusion %v\nlog %s", rep.Filter, rep.Confusion, log.String())
 	}
 	for _, m := range rep.Modes {

@@ -243,7 +243,7 @@ func describeFilter(c FilterConfig) string {
 	case c.Soft:
 		return c.Prior.String() + " prior, soft emissions"
 	case c.Confusion != nil:
-		return c.Prior.String() + " prior, hard tokens with a learned confusion matrix"
+		return c.Prior.String() + " prior, hard tokens read through a confusion matrix"
 	case c.Noise > 0:
 		return fmt.Sprintf("%s prior, hard tokens with misread rate %g", c.Prior, c.Noise)
 	}
