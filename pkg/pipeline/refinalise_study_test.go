@@ -14,7 +14,9 @@ import (
 // with the current code from its final encoder's tokens and its config, then scored by
 // Evaluate and Diagnose as the run was, and the report table printed
 // (REFINALISE_JSON=FILE also writes it; REFINALISE_ITERS=N sets the EM iterations
-// per split round, Config.FinalIters). The run directory is not touched. README,
+// per split round, Config.FinalIters; REFINALISE_DOUBLINGS=N the most split rounds,
+// Config.FinalDoublings; REFINALISE_PATIENCE=N the rounds in a row without a gain that
+// stop it, SplitPatience). The run directory is not touched. README,
 // "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
@@ -28,13 +30,19 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := res.Config
-	if v := os.Getenv("REFINALISE_ITERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("REFINALISE_ITERS=%q: want an integer ≥ 1", v)
+	knob := func(name string, min int, set *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				t.Fatalf("%s=%q: want an integer ≥ %d", name, v, min)
+			}
+			*set = n
 		}
-		cfg.FinalIters = n
 	}
+	var patience int
+	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
+	knob("REFINALISE_DOUBLINGS", 0, &cfg.FinalDoublings)
+	knob("REFINALISE_PATIENCE", 1, &patience)
 	if cfg.FinalTrainer != FinalEM {
 		t.Fatalf("%s: final_trainer %q, want %q", dir, cfg.FinalTrainer, FinalEM)
 	}
@@ -46,7 +54,7 @@ func TestRefinaliseStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
+	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
 	start := time.Now()
 	hmm, err := r.finaliseEM(d.sequences(tokens), res.HMM.K(), res.HMM.NumActions)
 	if err != nil {

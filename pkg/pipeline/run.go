@@ -317,6 +317,9 @@ type runner struct {
 	out     io.Writer
 	backend compute.Backend
 	d       *data
+	// patience overrides SplitPatience for FinalEM (0: SplitPatience); only
+	// TestRefinaliseStudy sets it.
+	patience int
 
 	vq     *vqvae.Model
 	joint  *Joint
@@ -1209,6 +1212,10 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	var best *chmm.Model
 	var bestConf [][]float64
 	bestBits, bestRound, missed := math.Inf(1), 0, 0
+	patience := SplitPatience
+	if r.patience > 0 {
+		patience = r.patience
+	}
 	r.st.Made.HeldOutBits = nil
 	for round := 0; ; round++ {
 		ec := chmm.DefaultEMConfig()
@@ -1254,7 +1261,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		}
 		why := ""
 		switch {
-		case missed == SplitPatience:
+		case missed == patience:
 			why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", missed, SplitGain, bestRound)
 		case round == cfg.FinalDoublings:
 			why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, bestRound)
