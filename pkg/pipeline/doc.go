@@ -135,6 +135,9 @@
 //	                directories written before digests)
 //	joint-NNNNNN.ckpt  the last joint checkpoint (VQ-VAE store with /hmm and both Adams)
 //	                and the last healthy one; -rN marks the branch after the N-th rollback
+//	final-em-start-NN.model, final-em-best-NN.model  the EM finalisation's
+//	                checkpoint (FinalEM): round NN's start, and the cheapest map so
+//	                far, trained in round NN; removed when the finalisation ends
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, Training)
 //	.lock           flock of the process that writes the directory (rundir.go)
@@ -148,7 +151,11 @@
 // t is a function of (seed, t), and the checkpoint holds the Adam moments and the graph
 // RNG, so a resumed run repeats an uninterrupted one step for step
 // (TestResumeMatchesUninterrupted).
-// The finalisation and the evaluation are short and restart from their beginning.
+// The EM finalisation (FinalEM, up to an hour on the bigger worlds) commits after every
+// split round (the two model files above, with C, the generator and the round's
+// counters in state.gob), so it resumes at the next round and ends as an
+// uninterrupted one (TestFinalEMResumesIdentically); those files are removed when it
+// ends. The gradient finalisation and the evaluation restart from their beginning.
 //
 // # Data and evaluation
 //

@@ -106,6 +106,11 @@ type runState struct {
 	SkippedAtCommit int // Skipped at the last commit
 	Interventions   []Intervention
 
+	// FinalEM is the EM finalisation's progress at the end of its last finished split
+	// round (nil: none, or the finalisation is not FinalEM): a resumed run starts the
+	// next round from it.
+	FinalEM *finalEMState
+
 	// Made is how the map is being made: what the phases measured so far (the warm-up's
 	// codes and token entropies, the trainer's runs, pruning); the report's Training.
 	Made evaluate.Training
@@ -128,6 +133,21 @@ type runState struct {
 	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
 	// on, in order.
 	Backends []string
+}
+
+// finalEMState is what FinalEM carries from one split round to the next, so that a
+// finalisation resumed from it continues exactly as the uninterrupted one would.
+type finalEMState struct {
+	Round     int         // the next round to train
+	Pieces    int         // pieces the walks' starts are cut into (GOMAXPROCS when it began)
+	Start     string      // model file: the next round's start (the kept clones, split)
+	Conf      [][]float64 // the confusion matrix the next round starts from
+	Best      string      // model file: the map with the cheapest held-out ends so far
+	BestConf  [][]float64 // and its confusion matrix
+	BestBits  float64     // its held-out ends, bits per step
+	BestRound int         // the round that trained it
+	Missed    int         // rounds in a row that missed SplitGain
+	RNG       []byte      // the splits' generator (rand.PCG.MarshalBinary)
 }
 
 // Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
@@ -320,6 +340,8 @@ type runner struct {
 	// patience overrides SplitPatience for FinalEM (0: SplitPatience); only
 	// TestRefinaliseStudy sets it.
 	patience int
+	// finalStart is when the finalisation's seconds not yet in st.Seconds began.
+	finalStart time.Time
 
 	vq     *vqvae.Model
 	joint  *Joint
@@ -1053,7 +1075,7 @@ func (r *runner) final() error {
 	if err := r.loadJoint(); err != nil {
 		return err
 	}
-	start := time.Now()
+	r.finalStart = time.Now()
 	tokens, err := r.encodeAll(r.joint.VQ)
 	if err != nil {
 		return err
@@ -1096,9 +1118,15 @@ func (r *runner) final() error {
 		}
 	}
 	r.hmm = hmm
-	r.addSeconds(PhaseFinal, start)
+	r.addSeconds(PhaseFinal, r.finalStart)
 	r.st.Phase = PhaseEval
-	return r.commit()
+	r.st.FinalEM = nil
+	r.forgetFinalEM()
+	if err := r.commit(); err != nil {
+		return err
+	}
+	r.removeStrayFinalEM()
+	return nil
 }
 
 // finalise trains the map's HMM on seqs, the training walks' hard tokens (share: each
@@ -1191,33 +1219,53 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := r.cfg
 	start, held := holdOutEnds(seqs)
-	train := pieces(start, runtime.GOMAXPROCS(0), minPiece)
-	conf := make([][]float64, k)
-	for i := range conf {
-		conf[i] = make([]float64, k)
-		for o := range conf[i] {
-			conf[i][o] = 0.1 / float64(max(1, k-1))
-		}
-		conf[i][i] = 0.9
-		if k == 1 {
-			conf[i][i] = 1
-		}
-	}
-	ones := make([]int, k)
-	for i := range ones {
-		ones[i] = 1
-	}
-	m := chmm.New(ones, numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5b1e))
-	var best *chmm.Model
-	var bestConf [][]float64
+	src := rand.NewPCG(cfg.Seed, 0x5b1e) // the splits' generator
+	rng := rand.New(src)
+	var m, best *chmm.Model
+	var conf, bestConf [][]float64
 	bestBits, bestRound, missed := math.Inf(1), 0, 0
+	s := r.st.FinalEM
+	if s == nil {
+		s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
+		conf = make([][]float64, k)
+		for i := range conf {
+			conf[i] = make([]float64, k)
+			for o := range conf[i] {
+				conf[i][o] = 0.1 / float64(max(1, k-1))
+			}
+			conf[i][i] = 0.9
+			if k == 1 {
+				conf[i][i] = 1
+			}
+		}
+		ones := make([]int, k)
+		for i := range ones {
+			ones[i] = 1
+		}
+		m = chmm.New(ones, numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		r.st.Made.HeldOutBits = nil
+	} else {
+		var err error
+		if m, err = r.loadFinalEM(s.Start, k, numActions); err != nil {
+			return nil, err
+		}
+		if best, err = r.loadFinalEM(s.Best, k, numActions); err != nil {
+			return nil, err
+		}
+		if err := src.UnmarshalBinary(s.RNG); err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: resuming round %d: %w", s.Round, err)
+		}
+		conf, bestConf, bestBits, bestRound, missed = s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed
+		if r.out != nil {
+			fmt.Fprintf(r.out, "finalisation by EM resumed at round %d (%d states)\n", s.Round, m.N())
+		}
+	}
+	train := pieces(start, s.Pieces, minPiece)
 	patience := SplitPatience
 	if r.patience > 0 {
 		patience = r.patience
 	}
-	r.st.Made.HeldOutBits = nil
-	for round := 0; ; round++ {
+	for round := s.Round; ; round++ {
 		ec := chmm.DefaultEMConfig()
 		ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
 		ec.Seed = cfg.Seed + uint64(round)<<32
@@ -1288,9 +1336,95 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 		}
+		s.Round, s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed = round+1, conf, bestConf, bestBits, bestRound, missed
+		if err := r.checkpointEM(s, m, best, src); err != nil {
+			return nil, err
+		}
 	}
 	r.st.Made.Doublings, r.st.Made.Confusion = bestRound, bestConf
 	return best, nil
+}
+
+// checkpointEM commits s, with m (the next round's start) and best saved beside it, so
+// that an interrupted finalisation resumes at round s.Round. Runs without a directory
+// (studies) keep nothing.
+func (r *runner) checkpointEM(s *finalEMState, m, best *chmm.Model, src *rand.PCG) error {
+	if r.dir == "" {
+		return nil
+	}
+	var err error
+	if s.RNG, err = src.MarshalBinary(); err != nil {
+		return fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	// New names each round: the files the last commit names stay until this one lands.
+	s.Start = fmt.Sprintf("final-em-start-%02d.model", s.Round)
+	bestName := fmt.Sprintf("final-em-best-%02d.model", s.BestRound)
+	for _, f := range []struct {
+		name string
+		m    *chmm.Model
+	}{{s.Start, m}, {bestName, best}} {
+		if f.name == s.Best {
+			continue // the best map has not changed
+		}
+		if err := f.m.Save(r.path(f.name)); err != nil {
+			return fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if err := record(r.dir, r.st, f.name); err != nil {
+			return err
+		}
+	}
+	s.Best = bestName
+	r.st.FinalEM = s
+	r.forgetFinalEM()
+	r.addSeconds(PhaseFinal, r.finalStart)
+	r.finalStart = time.Now()
+	if err := r.commit(); err != nil {
+		return err
+	}
+	r.removeStrayFinalEM()
+	return nil
+}
+
+// loadFinalEM loads a model file of the EM finalisation's checkpoint, checked against
+// the digest the state recorded and against the joint phase's tokens and actions.
+func (r *runner) loadFinalEM(name string, k, numActions int) (*chmm.Model, error) {
+	if err := verify(r.dir, r.st, name); err != nil {
+		return nil, err
+	}
+	m, err := chmm.Load(r.path(name))
+	if err != nil {
+		return nil, err
+	}
+	if m.K() != k || m.NumActions != numActions {
+		return nil, fmt.Errorf("pipeline: %s: %d tokens and %d actions, the run has %d and %d", r.path(name), m.K(), m.NumActions, k, numActions)
+	}
+	return m, nil
+}
+
+// forgetFinalEM drops the EM checkpoint's model files from the state's digests
+// except those st.FinalEM names.
+func (r *runner) forgetFinalEM() {
+	for name := range r.st.Files {
+		if isFinalEMFile(name) && (r.st.FinalEM == nil || name != r.st.FinalEM.Start && name != r.st.FinalEM.Best) {
+			delete(r.st.Files, name)
+		}
+	}
+}
+
+// removeStrayFinalEM removes the EM checkpoint's model files that the committed state
+// no longer names.
+func (r *runner) removeStrayFinalEM() {
+	names, _ := filepath.Glob(r.path("final-em-*.model"))
+	for _, p := range names {
+		if _, ok := r.st.Files[filepath.Base(p)]; !ok {
+			os.Remove(p)
+		}
+	}
+}
+
+func isFinalEMFile(name string) bool {
+	ok, _ := filepath.Match("final-em-*.model", name)
+	return ok
 }
 
 // holdOutEnds returns the first 1 − GrowHoldOut of every walk (at least 2 steps) and

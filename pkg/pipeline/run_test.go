@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -625,4 +626,127 @@ func TestInterruptedWarmupKeepsSeconds(t *testing.T) {
 	if st.Warmup == "" || !(st.Seconds[PhaseWarmup] > 0) {
 		t.Errorf("interrupted in the warm-up: checkpoint %q, %v warm-up seconds committed", st.Warmup, st.Seconds[PhaseWarmup])
 	}
+}
+
+// cancelAt is a progress writer that cancels its context once the output holds mark.
+type cancelAt struct {
+	mark   string
+	cancel context.CancelFunc
+	buf    strings.Builder
+}
+
+func (c *cancelAt) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.mark) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestFinalEMResumesIdentically: an EM finalisation interrupted after a split round
+// resumes at the next round from the checkpoint it committed, and ends with the same
+// map, held-out ends and history as an uninterrupted run; its seconds so far are kept
+// and its checkpoint files are gone at the end.
+func TestFinalEMResumesIdentically(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.FinalTrainer, cfg.FinalIters, cfg.FinalDoublings = FinalEM, 20, 3
+	a := t.TempDir()
+	repA, err := Run(context.Background(), a, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Rounds 0 and 1 always split (two rounds without a gain stop it at round 2 at the
+	// earliest), so a checkpoint for round 1 is committed before round 1's first
+	// iteration sees the cancelled context; the split after round 1 then draws from the
+	// restored generator.
+	out := &cancelAt{mark: "round 0: ", cancel: cancel}
+	if _, err := Run(ctx, b, cfg, out); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v, want context.Canceled", err)
+	}
+	st, err := readState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != PhaseFinal || st.FinalEM == nil || st.FinalEM.Round != 1 || st.Seconds[PhaseFinal] <= 0 || len(st.Made.HeldOutBits) != 1 {
+		t.Fatalf("interrupted state: phase %s, checkpoint %+v, final seconds %v, held-out ends %v; want round 1 of the finalisation with its seconds and round 0 scored",
+			st.Phase, st.FinalEM, st.Seconds[PhaseFinal], st.Made.HeldOutBits)
+	}
+	for _, name := range []string{st.FinalEM.Start, st.FinalEM.Best} {
+		if err := verify(b, st, name); err != nil {
+			t.Errorf("checkpoint file: %v", err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(b, "final-em-*.model")); len(m) != 2 {
+		t.Errorf("checkpoint files %v, want the start of round 1 and the best map", m)
+	}
+	// A damaged checkpoint is refused, not trained from.
+	startFile := filepath.Join(b, st.FinalEM.Start)
+	good, err := os.ReadFile(startFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(startFile, append(slices.Clone(good), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), b, cfg, nil); err == nil || !strings.Contains(err.Error(), "not the file this run wrote") {
+		t.Errorf("damaged checkpoint: %v, want an error naming it", err)
+	}
+	if err := os.WriteFile(startFile, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var resumed strings.Builder
+	repB, err := Run(context.Background(), b, cfg, &resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resumed.String(), "resumed at round 1") {
+		t.Errorf("resumed run's output does not say where it resumed:\n%s", resumed.String())
+	}
+	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(filepath.Join(b, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ma, mb) {
+		t.Error("the resumed finalisation's map differs from the uninterrupted one's")
+	}
+	ta, tb := repA.Training, repB.Training
+	if !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings || len(ta.HeldOutBits) < 3 {
+		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d); want the same, at least 3 rounds",
+			ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
+	}
+	ra, _ := LoadRun(a)
+	rb, _ := LoadRun(b)
+	ha, hb := phaseRows(ra.History, PhaseFinal), phaseRows(rb.History, PhaseFinal)
+	if len(ha) != len(hb) {
+		t.Fatalf("finalisation rows %d vs resumed %d", len(ha), len(hb))
+	}
+	for i := range ha {
+		if ha[i].Step != hb[i].Step || ha[i].NLLPerStep != hb[i].NLLPerStep {
+			t.Fatalf("finalisation row %d differs: %+v vs %+v", i, ha[i], hb[i])
+		}
+	}
+	for _, dir := range []string{a, b} {
+		if m, _ := filepath.Glob(filepath.Join(dir, "final-em-*.model")); len(m) != 0 {
+			t.Errorf("%s: checkpoint files left: %v", dir, m)
+		}
+	}
+	if st, err := readState(b); err != nil || st.FinalEM != nil || len(st.Files) != len(mustState(t, a).Files) {
+		t.Errorf("finished state: %v, checkpoint %+v, files %v", err, st.FinalEM, st.Files)
+	}
+}
+
+func mustState(t *testing.T, dir string) *runState {
+	t.Helper()
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

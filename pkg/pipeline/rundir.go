@@ -105,7 +105,11 @@ func decodeState(raw []byte, path string) (*runState, error) {
 	default:
 		return nil, fmt.Errorf("pipeline: %s: unknown phase %q", path, st.Phase)
 	}
-	for _, name := range []string{st.Checkpoint, st.Healthy, st.Warmup} {
+	names := []string{st.Checkpoint, st.Healthy, st.Warmup}
+	if st.FinalEM != nil {
+		names = append(names, st.FinalEM.Start, st.FinalEM.Best)
+	}
+	for _, name := range names {
 		if name != "" && !plainName(name) {
 			return nil, fmt.Errorf("pipeline: %s: file name %q is not inside the run directory", path, name)
 		}
