@@ -109,6 +109,18 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: text %q", tc.name, v.Text)
 		}
 	}
+	// A merged map whose trainer split past it (tiled from MNIST, seed 2: two rounds,
+	// each costing more held out) is not told to split more.
+	merged := Diagnosis{TrainBits: 0.31, HeldOutBits: 0.40, HeldOutSteps: 150000, Determinism: 0.999, Steps: 150000, UsedClones: 120, Clones: 138,
+		Confused: true, Surprises: 0.0446, Misses: 0.0318}
+	if v := merged.Judge(NoisyTokens); !strings.Contains(v.Text, "more clones (splits)") {
+		t.Errorf("merged, no split past it: %q, want more clones advised", v.Text)
+	}
+	merged.SplitsPast = 2
+	if v := merged.Judge(NoisyTokens); !slices.Equal(v.Problems, []string{ProblemMerged}) || strings.Contains(v.Text, "more clones (splits)") ||
+		!strings.Contains(v.Text, "another seed") || !strings.Contains(v.Text, "2 split round(s) past this map") {
+		t.Errorf("merged, 2 split rounds past it: problems %v, text %q; want another seed advised and not more clones", v.Problems, v.Text)
+	}
 }
 
 // DiagnoseConfused with C = I is Diagnose; through a noisy C a step the map forbids

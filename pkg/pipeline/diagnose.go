@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -15,10 +16,16 @@ func Diagnose(res *Result) (*chmm.Diagnosis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return diagnose(d, res.Config, res.VQVAE, res.HMM)
+	var made *evaluate.Training
+	if res.Report != nil {
+		made = res.Report.Training
+	}
+	return diagnose(d, res.Config, res.VQVAE, res.HMM, made)
 }
 
-func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model) (*chmm.Diagnosis, error) {
+// diagnose is Diagnose; made, the run's training record (nil: none), gives the split
+// rounds its EM finalisation ran past the map it kept (chmm.Diagnosis.SplitsPast).
+func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evaluate.Training) (*chmm.Diagnosis, error) {
 	tokens, err := d.encodeAll(vq)
 	if err != nil {
 		return nil, err
@@ -38,6 +45,9 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model) (*chmm.Diag
 	dg, err := chmm.DiagnoseConfused(hmm, d.sequences(tokens), []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, conf, 0)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.FinalTrainer == FinalEM && made != nil && len(made.HeldOutBits) > 0 {
+		dg.SplitsPast = len(made.HeldOutBits) - 1 - made.Doublings
 	}
 	dg.Verdict = dg.Judge(chmm.NoisyTokens)
 	return dg, nil

@@ -1629,7 +1629,7 @@ func (r *runner) evaluate() error {
 	if err != nil {
 		return err
 	}
-	if rep.Diagnosis, err = diagnose(r.d, cfg, vq, r.hmm); err != nil {
+	if rep.Diagnosis, err = diagnose(r.d, cfg, vq, r.hmm, &r.st.Made); err != nil {
 		return fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	r.addSeconds(PhaseEval, start)

@@ -721,6 +721,12 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d); want the same, at least 3 rounds",
 			ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
 	}
+	// The diagnosis counts the rounds split past the kept map; a finalisation stopped
+	// before its last round stopped on SplitPatience rounds without a gain.
+	past := len(ta.HeldOutBits) - 1 - ta.Doublings
+	if d := repA.Diagnosis; d == nil || d.SplitsPast != past || len(ta.HeldOutBits)-1 < cfg.FinalDoublings && past < SplitPatience {
+		t.Errorf("diagnosis %+v: want %d split rounds past the kept round %d of %v", d, past, ta.Doublings, ta.HeldOutBits)
+	}
 	ra, _ := LoadRun(a)
 	rb, _ := LoadRun(b)
 	ha, hb := phaseRows(ra.History, PhaseFinal), phaseRows(rb.History, PhaseFinal)
