@@ -449,9 +449,9 @@ func mergedAdvice(splitsPast int) string {
 	if splitsPast == 0 {
 		return "more training per split round (EM iterations), more clones (splits) or more data (" + why + ")"
 	}
-	// tiled from MNIST, seeds 2 and 3: 1000 EM iterations per round, and four more
-	// split rounds past the kept map, each costing more held out (README "Bigger
-	// worlds"); seed 1, whose encoder merged fewer classes, was recovered.
+	// tiled from MNIST, seeds 2–4: 1000 EM iterations per round, and two split rounds
+	// past the kept map (four in seed 2's study), each costing more held out (README
+	// "Bigger worlds"); seed 1, whose encoder kept a code per class, was recovered.
 	return fmt.Sprintf("more or longer training walks, or another seed (the encoder decides which classes share a token); more EM iterations per split round if they were fewer than 1000 (%s; "+
 		"%d split round(s) past this map predicted held-out steps worse, so more clones will not help)", why, splitsPast)
 }
