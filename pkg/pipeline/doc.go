@@ -138,6 +138,9 @@
 //	final-em-start-NN.model, final-em-best-NN.model  the EM finalisation's
 //	                checkpoint (FinalEM): round NN's start, and the cheapest map so
 //	                far, trained in round NN; removed when the finalisation ends
+//	final-grad-RR-S.model  the gradient finalisation's checkpoint: budget round RR's
+//	                map after step S (1 trained, 2 pruned and retrained, 3 its
+//	                growth check's first budget scored); removed when it ends
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, Training)
 //	.lock           flock of the process that writes the directory (rundir.go)
@@ -155,7 +158,11 @@
 // split round (the two model files above, with C, the generator and the round's
 // counters in state.gob), so it resumes at the next round and ends as an
 // uninterrupted one (TestFinalEMResumesIdentically); those files are removed when it
-// ends. The gradient finalisation and the evaluation restart from their beginning.
+// ends. The gradient finalisation (FinalGradient) commits after each of its trainings
+// (the map's, the pruned map's retraining, each budget of a growth check), with its
+// round, step and the check's first score in state.gob, and resumes after the last
+// one (TestFinalGradResumesIdentically); a training cut short starts again from its
+// beginning, and so does the evaluation.
 //
 // # Data and evaluation
 //

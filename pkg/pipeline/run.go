@@ -110,6 +110,9 @@ type runState struct {
 	// round (nil: none, or the finalisation is not FinalEM): a resumed run starts the
 	// next round from it.
 	FinalEM *finalEMState
+	// FinalGrad is the gradient finalisation's progress at the end of its last finished
+	// training (nil: none, or the finalisation is FinalEM): a resumed run goes on from it.
+	FinalGrad *finalGradState
 
 	// Made is how the map is being made: what the phases measured so far (the warm-up's
 	// codes and token entropies, the trainer's runs, pruning); the report's Training.
@@ -149,6 +152,26 @@ type finalEMState struct {
 	Missed    int         // rounds in a row that missed SplitGain
 	RNG       []byte      // the splits' generator (rand.PCG.MarshalBinary)
 }
+
+// finalGradState is what the gradient finalisation (FinalGradient) carries past each
+// of its trainings, so that one resumed from it continues exactly as the uninterrupted
+// one would (every training seeds its generators from the config).
+type finalGradState struct {
+	Round  int     // the budget round (Config.FinalGrow)
+	Clones int     // clones per token of this round's budget
+	Done   int     // this round's steps done: 0, gradTrained, gradPruned or gradChecked
+	Model  string  // model file: this round's map after its last finished step ("" when Done is 0)
+	Budget int     // the round's states before pruning (set with gradTrained)
+	Bits   float64 // the growth check's held-out ends with Clones (set with gradChecked)
+	Event  string  // marks the round's first history row
+}
+
+// The steps of a gradient finalisation round (finalGradState.Done).
+const (
+	gradTrained = 1 + iota // the round's map is trained
+	gradPruned             // and pruned and retrained (Config.FinalPrune)
+	gradChecked            // and the growth check has scored the round's budget
+)
 
 // Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
 type Intervention = evaluate.Intervention
@@ -1120,71 +1143,109 @@ func (r *runner) final() error {
 	r.hmm = hmm
 	r.addSeconds(PhaseFinal, r.finalStart)
 	r.st.Phase = PhaseEval
-	r.st.FinalEM = nil
-	r.forgetFinalEM()
+	r.st.FinalEM, r.st.FinalGrad = nil, nil
+	r.forgetFinal()
 	if err := r.commit(); err != nil {
 		return err
 	}
-	r.removeStrayFinalEM()
+	r.removeStrayFinal()
 	return nil
 }
 
 // finalise trains the map's HMM on seqs, the training walks' hard tokens (share: each
 // token's share of their frames), from joint, the joint phase's HMM (FinalFromJoint),
 // or afresh on a budget by token share that grows where it binds (Config.FinalGrow),
-// then prunes it (Config.FinalPrune).
+// then prunes it (Config.FinalPrune). Each finished training is a checkpoint
+// (r.st.FinalGrad) that an interrupted run resumes from.
 func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
 	cfg := r.cfg
 	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
 		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
 	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
-	hmm, clones, event := joint, cfg.FinalClones, ""
-	var err error
-	for round := 0; ; round++ {
-		if cfg.FinalBudget == BudgetShare {
-			hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
-		}
-		suffix := "" // the runs of each round keep their own record (Training.AddRun)
-		if round > 0 {
-			suffix = fmt.Sprintf(" (%d× budget)", 1<<round)
-		}
-		if cfg.FinalIters > 0 {
-			if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, event); err != nil {
-				return nil, fmt.Errorf("pipeline: finalisation: %w", err)
-			}
-		}
-		budget := hmm.N() - 1
-		if cfg.FinalPrune > 0 {
-			if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
+	hmm := joint
+	s := r.st.FinalGrad
+	if s == nil {
+		s = &finalGradState{Clones: cfg.FinalClones}
+	} else {
+		if s.Model != "" {
+			var err error
+			if hmm, err = r.loadFinal(s.Model, joint.K(), joint.NumActions); err != nil {
 				return nil, err
 			}
 		}
-		r.st.Made.GrowRounds = round
+		if r.out != nil {
+			done := [...]string{"at its start", "after its training", "after pruning", "after the growth check's first budget"}[s.Done]
+			fmt.Fprintf(r.out, "finalisation resumed in round %d (%d clones per token), %s\n", s.Round, s.Clones, done)
+		}
+	}
+	for {
+		suffix := "" // the runs of each round keep their own record (Training.AddRun)
+		if s.Round > 0 {
+			suffix = fmt.Sprintf(" (%d× budget)", 1<<s.Round)
+		}
+		if s.Done == 0 {
+			if cfg.FinalBudget == BudgetShare {
+				hmm = chmm.New(cloneBudget(s.Clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+			}
+			if cfg.FinalIters > 0 {
+				if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, s.Event); err != nil {
+					return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+				}
+			}
+			s.Done, s.Budget = gradTrained, hmm.N()-1
+			if err := r.checkpointGrad(s, hmm); err != nil {
+				return nil, err
+			}
+		}
+		if s.Done == gradTrained {
+			if cfg.FinalPrune > 0 {
+				var err error
+				if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
+					return nil, err
+				}
+			}
+			s.Done = gradPruned
+			if err := r.checkpointGrad(s, hmm); err != nil {
+				return nil, err
+			}
+		}
+		r.st.Made.GrowRounds = s.Round
 		// Config.FinalGrow: the budget binds when pruning leaves fewer than GrowSlack
 		// of its clones unused; it doubles if that predicts the training walks better.
 		unused := r.st.Made.Pruned
-		if !grow || round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
+		if !grow || s.Round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(s.Budget) {
 			break
 		}
 		steps := 0
 		for _, q := range seqs {
 			steps += q.Len()
 		}
-		if need := chmm.TrainBytes(1+len(share)*2*clones, joint.NumActions, steps); need > maxFinalBytes {
+		if need := chmm.TrainBytes(1+len(share)*2*s.Clones, joint.NumActions, steps); need > maxFinalBytes {
 			if r.out != nil {
 				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
-					unused, budget, need/1e9, maxFinalBytes/1e9)
+					unused, s.Budget, need/1e9, maxFinalBytes/1e9)
 			}
 			break
 		}
 		if r.out != nil {
 			fmt.Fprintf(r.out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); does twice the budget predict the end of the training walks better?\n",
-				unused, budget, 100*GrowSlack)
+				unused, s.Budget, 100*GrowSlack)
 		}
-		check, err := r.checkGrowth(seqs, share, clones, joint.NumActions, gc)
+		if s.Done == gradPruned {
+			bits, err := r.growthBits(seqs, share, s.Clones, joint.NumActions, gc)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
+			}
+			s.Done, s.Bits = gradChecked, bits
+			if err := r.checkpointGrad(s, hmm); err != nil {
+				return nil, err
+			}
+		}
+		grown, err := r.growthBits(seqs, share, 2*s.Clones, joint.NumActions, gc)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
 		}
+		check := evaluate.GrowCheck{Clones: s.Clones, Bits: s.Bits, GrownBits: grown, Grown: s.Bits-grown >= GrowGain}
 		r.st.Made.GrowChecks = append(r.st.Made.GrowChecks, check)
 		if r.out != nil {
 			what := "budget kept"
@@ -1192,15 +1253,39 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 				what = "budget doubled"
 			}
 			fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: %s\n",
-				check.Bits, clones, check.GrownBits, 2*clones, what)
+				check.Bits, s.Clones, check.GrownBits, 2*s.Clones, what)
 		}
 		if !check.Grown {
 			break
 		}
-		clones *= 2
-		event = fmt.Sprintf("budget ×2: %d/%d unused", unused, budget) // short: Figure 6 labels it
+		// Event: short, Figure 6 labels it.
+		s.Round, s.Clones, s.Done, s.Event = s.Round+1, 2*s.Clones, 0, fmt.Sprintf("budget ×2: %d/%d unused", unused, s.Budget)
+		if err := r.checkpointGrad(s, nil); err != nil {
+			return nil, err
+		}
 	}
 	return hmm, nil
+}
+
+// checkpointGrad commits s, with m (this round's map after its last finished step;
+// nil: none) saved beside it under a new name, so that an interrupted finalisation
+// resumes there. Runs without a directory (studies) keep nothing.
+func (r *runner) checkpointGrad(s *finalGradState, m *chmm.Model) error {
+	if r.dir == "" {
+		return nil
+	}
+	s.Model = ""
+	if m != nil {
+		s.Model = fmt.Sprintf("final-grad-%02d-%d.model", s.Round, s.Done)
+		if err := m.Save(r.path(s.Model)); err != nil {
+			return fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if err := record(r.dir, r.st, s.Model); err != nil {
+			return err
+		}
+	}
+	r.st.FinalGrad = s
+	return r.commitFinal()
 }
 
 // finaliseEM is the finalisation by EM through a learned confusion matrix (FinalEM).
@@ -1246,10 +1331,10 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		r.st.Made.HeldOutBits = nil
 	} else {
 		var err error
-		if m, err = r.loadFinalEM(s.Start, k, numActions); err != nil {
+		if m, err = r.loadFinal(s.Start, k, numActions); err != nil {
 			return nil, err
 		}
-		if best, err = r.loadFinalEM(s.Best, k, numActions); err != nil {
+		if best, err = r.loadFinal(s.Best, k, numActions); err != nil {
 			return nil, err
 		}
 		if err := src.UnmarshalBinary(s.RNG); err != nil {
@@ -1375,19 +1460,26 @@ func (r *runner) checkpointEM(s *finalEMState, m, best *chmm.Model, src *rand.PC
 	}
 	s.Best = bestName
 	r.st.FinalEM = s
-	r.forgetFinalEM()
+	return r.commitFinal()
+}
+
+// commitFinal commits a finalisation checkpoint (r.st.FinalEM or r.st.FinalGrad, its
+// files recorded) with the finalisation's seconds so far, and removes the checkpoint
+// files it no longer names.
+func (r *runner) commitFinal() error {
+	r.forgetFinal()
 	r.addSeconds(PhaseFinal, r.finalStart)
 	r.finalStart = time.Now()
 	if err := r.commit(); err != nil {
 		return err
 	}
-	r.removeStrayFinalEM()
+	r.removeStrayFinal()
 	return nil
 }
 
-// loadFinalEM loads a model file of the EM finalisation's checkpoint, checked against
-// the digest the state recorded and against the joint phase's tokens and actions.
-func (r *runner) loadFinalEM(name string, k, numActions int) (*chmm.Model, error) {
+// loadFinal loads a model file of a finalisation checkpoint, checked against the
+// digest the state recorded and against the joint phase's tokens and actions.
+func (r *runner) loadFinal(name string, k, numActions int) (*chmm.Model, error) {
 	if err := verify(r.dir, r.st, name); err != nil {
 		return nil, err
 	}
@@ -1401,20 +1493,33 @@ func (r *runner) loadFinalEM(name string, k, numActions int) (*chmm.Model, error
 	return m, nil
 }
 
-// forgetFinalEM drops the EM checkpoint's model files from the state's digests
-// except those st.FinalEM names.
-func (r *runner) forgetFinalEM() {
+// finalFiles are the model files the state's finalisation checkpoint names.
+func (st *runState) finalFiles() []string {
+	var names []string
+	if st.FinalEM != nil {
+		names = append(names, st.FinalEM.Start, st.FinalEM.Best)
+	}
+	if st.FinalGrad != nil && st.FinalGrad.Model != "" {
+		names = append(names, st.FinalGrad.Model)
+	}
+	return names
+}
+
+// forgetFinal drops the finalisation checkpoints' model files from the state's
+// digests except those its checkpoint names.
+func (r *runner) forgetFinal() {
+	keep := r.st.finalFiles()
 	for name := range r.st.Files {
-		if isFinalEMFile(name) && (r.st.FinalEM == nil || name != r.st.FinalEM.Start && name != r.st.FinalEM.Best) {
+		if isFinalFile(name) && !slices.Contains(keep, name) {
 			delete(r.st.Files, name)
 		}
 	}
 }
 
-// removeStrayFinalEM removes the EM checkpoint's model files that the committed state
-// no longer names.
-func (r *runner) removeStrayFinalEM() {
-	names, _ := filepath.Glob(r.path("final-em-*.model"))
+// removeStrayFinal removes the finalisation checkpoints' model files that the
+// committed state no longer names.
+func (r *runner) removeStrayFinal() {
+	names, _ := filepath.Glob(r.path("final-*.model"))
 	for _, p := range names {
 		if _, ok := r.st.Files[filepath.Base(p)]; !ok {
 			os.Remove(p)
@@ -1422,8 +1527,9 @@ func (r *runner) removeStrayFinalEM() {
 	}
 }
 
-func isFinalEMFile(name string) bool {
-	ok, _ := filepath.Match("final-em-*.model", name)
+// isFinalFile: a finalisation checkpoint's model file (final-em-*, final-grad-*).
+func isFinalFile(name string) bool {
+	ok, _ := filepath.Match("final-*.model", name)
 	return ok
 }
 
@@ -1561,45 +1667,33 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 	return h, nil
 }
 
-// checkGrowth asks whether twice the finalisation's budget (clones per token on
-// average) predicts the training walks better (Config.FinalGrow): the HMM is trained
-// afresh with each budget on the first 1 − GrowHoldOut of every training walk, and
-// each is scored on the rest of it, given the start (log p(end | start)). The doubled
-// budget is kept if it costs at least GrowGain fewer bits per held-out step.
-func (r *runner) checkGrowth(seqs []chmm.Sequence, share []float64, clones, numActions int, gc chmm.GradConfig) (evaluate.GrowCheck, error) {
-	check := evaluate.GrowCheck{Clones: clones}
+// growthBits scores a budget of clones per token (on average) for the growth check of
+// Config.FinalGrow: the HMM is trained afresh with it on the first 1 − GrowHoldOut of
+// every training walk and scored on the rest of it, given the start (−log₂ p(end |
+// start) per held-out step; 0 when nothing is held out). Twice the budget is kept if
+// it costs at least GrowGain fewer bits per held-out step.
+func (r *runner) growthBits(seqs []chmm.Sequence, share []float64, clones, numActions int, gc chmm.GradConfig) (float64, error) {
 	start, held := holdOutEnds(seqs)
 	if held == 0 {
-		return check, nil
+		return 0, nil
 	}
-	bits := func(c int) (float64, error) {
-		m := chmm.New(cloneBudget(c, BudgetShare, share), numActions, rand.New(rand.NewPCG(r.cfg.Seed, 0xf1a1)))
-		if _, err := r.trainShown(m, start, gc, fmt.Sprintf("growth check, %d clones per token", c)); err != nil {
-			return 0, err
-		}
-		whole, err := chmm.SequenceLogLikelihoods(m, seqs, 0)
-		if err != nil {
-			return 0, err
-		}
-		begun, err := chmm.SequenceLogLikelihoods(m, start, 0)
-		if err != nil {
-			return 0, err
-		}
-		var nats float64
-		for i := range seqs {
-			nats += whole[i] - begun[i]
-		}
-		return -nats / float64(held) / math.Ln2, nil
+	m := chmm.New(cloneBudget(clones, BudgetShare, share), numActions, rand.New(rand.NewPCG(r.cfg.Seed, 0xf1a1)))
+	if _, err := r.trainShown(m, start, gc, fmt.Sprintf("growth check, %d clones per token", clones)); err != nil {
+		return 0, err
 	}
-	var err error
-	if check.Bits, err = bits(clones); err != nil {
-		return check, err
+	whole, err := chmm.SequenceLogLikelihoods(m, seqs, 0)
+	if err != nil {
+		return 0, err
 	}
-	if check.GrownBits, err = bits(2 * clones); err != nil {
-		return check, err
+	begun, err := chmm.SequenceLogLikelihoods(m, start, 0)
+	if err != nil {
+		return 0, err
 	}
-	check.Grown = check.Bits-check.GrownBits >= GrowGain
-	return check, nil
+	var nats float64
+	for i := range seqs {
+		nats += whole[i] - begun[i]
+	}
+	return -nats / float64(held) / math.Ln2, nil
 }
 
 // ---- Evaluation ----

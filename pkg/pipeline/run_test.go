@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -755,4 +756,124 @@ func mustState(t *testing.T, dir string) *runState {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestFinalGradResumesIdentically: the gradient finalisation, interrupted during a
+// growth check's first budget, during its second, at the start of the next budget
+// round and during its retraining, resumes each time after its last finished training, from the checkpoint it
+// committed, and ends with the same map, record and history as an uninterrupted run;
+// a damaged checkpoint is refused and no checkpoint file is left.
+func TestFinalGradResumesIdentically(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.FinalClones = 1 // binds: the budget doubles at least once, given walks long enough
+	cfg.Steps, cfg.WarmupEpochs = 3000, 1
+	a := t.TempDir()
+	var outA strings.Builder
+	repA, err := Run(context.Background(), a, cfg, &outA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(outA.String(), "budget doubled") {
+		t.Fatalf("the uninterrupted run did not grow its budget:\n%s", outA.String())
+	}
+	b := t.TempDir()
+	resumedAt := ""
+	for i, step := range []struct {
+		mark        string // cancel once this is printed
+		round, done int    // then the checkpoint is here
+		resumedAt   string // and the next call says so
+	}{
+		{"does twice the budget", 0, gradPruned, "after pruning"},
+		{"growth check, 2 clones per token", 0, gradChecked, "after the growth check's first budget"},
+		{"budget doubled", 1, 0, "at its start"},
+		{"pruned", 1, gradTrained, "after its training"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &cancelAt{mark: step.mark, cancel: cancel}
+		_, err := Run(ctx, b, cfg, out)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interruption %d: %v, want context.Canceled", i, err)
+		}
+		if i > 0 && !strings.Contains(out.buf.String(), "finalisation resumed in round "+resumedAt) {
+			t.Errorf("interruption %d: the call does not say it resumed %s:\n%s", i, resumedAt, out.buf.String())
+		}
+		resumedAt = fmt.Sprintf("%d (%d clones per token), %s", step.round, 1<<step.round, step.resumedAt)
+		st := mustState(t, b)
+		s := st.FinalGrad
+		if st.Phase != PhaseFinal || s == nil || s.Round != step.round || s.Done != step.done || st.Seconds[PhaseFinal] <= 0 {
+			t.Fatalf("interruption %d: phase %s, checkpoint %+v, final seconds %v; want round %d step %d with its seconds",
+				i, st.Phase, s, st.Seconds[PhaseFinal], step.round, step.done)
+		}
+		if (s.Model != "") != (step.done > 0) || step.done == gradChecked && !(s.Bits > 0) {
+			t.Errorf("interruption %d: checkpoint %+v", i, s)
+		}
+		want := st.finalFiles()
+		if m, _ := filepath.Glob(filepath.Join(b, "final-*.model")); len(m) != len(want) {
+			t.Errorf("interruption %d: checkpoint files %v, the state names %v", i, m, want)
+		}
+		for _, name := range want {
+			if err := verify(b, st, name); err != nil {
+				t.Errorf("interruption %d: checkpoint file: %v", i, err)
+			}
+		}
+		if i == 0 { // a damaged checkpoint is refused, not trained from
+			p := filepath.Join(b, s.Model)
+			good, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, append(slices.Clone(good), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(context.Background(), b, cfg, nil); err == nil || !strings.Contains(err.Error(), "not the file this run wrote") {
+				t.Errorf("damaged checkpoint: %v, want an error naming it", err)
+			}
+			if err := os.WriteFile(p, good, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var resumed strings.Builder
+	repB, err := Run(context.Background(), b, cfg, &resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resumed.String(), "finalisation resumed in round "+resumedAt) {
+		t.Errorf("the last call does not say where it resumed:\n%s", resumed.String())
+	}
+	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(filepath.Join(b, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ma, mb) {
+		t.Error("the resumed finalisation's map differs from the uninterrupted one's")
+	}
+	ta, tb := repA.Training, repB.Training
+	if !reflect.DeepEqual(ta.GrowChecks, tb.GrowChecks) || ta.GrowRounds != tb.GrowRounds || ta.Pruned != tb.Pruned || !reflect.DeepEqual(ta.Runs, tb.Runs) {
+		t.Errorf("record %+v vs resumed %+v", ta, tb)
+	}
+	ra, _ := LoadRun(a)
+	rb, _ := LoadRun(b)
+	ha, hb := phaseRows(ra.History, PhaseFinal), phaseRows(rb.History, PhaseFinal)
+	if len(ha) != len(hb) {
+		t.Fatalf("finalisation rows %d vs resumed %d", len(ha), len(hb))
+	}
+	for i := range ha {
+		if ha[i].Step != hb[i].Step || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Event != hb[i].Event {
+			t.Fatalf("finalisation row %d differs: %+v vs %+v", i, ha[i], hb[i])
+		}
+	}
+	for _, dir := range []string{a, b} {
+		if m, _ := filepath.Glob(filepath.Join(dir, "final-*.model")); len(m) != 0 {
+			t.Errorf("%s: checkpoint files left: %v", dir, m)
+		}
+	}
+	if st := mustState(t, b); st.FinalGrad != nil || len(st.Files) != len(mustState(t, a).Files) {
+		t.Errorf("finished state: checkpoint %+v, files %v", st.FinalGrad, st.Files)
+	}
 }

@@ -105,10 +105,7 @@ func decodeState(raw []byte, path string) (*runState, error) {
 	default:
 		return nil, fmt.Errorf("pipeline: %s: unknown phase %q", path, st.Phase)
 	}
-	names := []string{st.Checkpoint, st.Healthy, st.Warmup}
-	if st.FinalEM != nil {
-		names = append(names, st.FinalEM.Start, st.FinalEM.Best)
-	}
+	names := append([]string{st.Checkpoint, st.Healthy, st.Warmup}, st.finalFiles()...)
 	for _, name := range names {
 		if name != "" && !plainName(name) {
 			return nil, fmt.Errorf("pipeline: %s: file name %q is not inside the run directory", path, name)
@@ -118,6 +115,9 @@ func decodeState(raw []byte, path string) (*runState, error) {
 		if !plainName(name) {
 			return nil, fmt.Errorf("pipeline: %s: file name %q is not inside the run directory", path, name)
 		}
+	}
+	if g := st.FinalGrad; g != nil && (g.Done < 0 || g.Done > gradChecked || g.Round < 0 || g.Clones < 1 || (g.Model == "") != (g.Done == 0)) {
+		return nil, fmt.Errorf("pipeline: %s: gradient finalisation checkpoint %+v: not one a run writes", path, *g)
 	}
 	if st.JointIter < 0 {
 		return nil, fmt.Errorf("pipeline: %s: joint iteration %d", path, st.JointIter)
