@@ -683,21 +683,7 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(b, "final-em-*.model")); len(m) != 2 {
 		t.Errorf("checkpoint files %v, want the start of round 1 and the best map", m)
 	}
-	// A damaged checkpoint is refused, not trained from.
-	startFile := filepath.Join(b, st.FinalEM.Start)
-	good, err := os.ReadFile(startFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(startFile, append(slices.Clone(good), '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(context.Background(), b, cfg, nil); err == nil || !strings.Contains(err.Error(), "not the file this run wrote") {
-		t.Errorf("damaged checkpoint: %v, want an error naming it", err)
-	}
-	if err := os.WriteFile(startFile, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	refusesDamaged(t, b, st.FinalEM.Start, cfg)
 	var resumed strings.Builder
 	repB, err := Run(context.Background(), b, cfg, &resumed)
 	if err != nil {
@@ -706,17 +692,7 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	if !strings.Contains(resumed.String(), "resumed at round 1") {
 		t.Errorf("resumed run's output does not say where it resumed:\n%s", resumed.String())
 	}
-	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := os.ReadFile(filepath.Join(b, CHMMFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(ma, mb) {
-		t.Error("the resumed finalisation's map differs from the uninterrupted one's")
-	}
+	sameFinalisation(t, a, b)
 	ta, tb := repA.Training, repB.Training
 	if !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings || len(ta.HeldOutBits) < 3 {
 		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d); want the same, at least 3 rounds",
@@ -727,22 +703,6 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	past := len(ta.HeldOutBits) - 1 - ta.Doublings
 	if d := repA.Diagnosis; d == nil || d.SplitsPast != past || len(ta.HeldOutBits)-1 < cfg.FinalDoublings && past < SplitPatience {
 		t.Errorf("diagnosis %+v: want %d split rounds past the kept round %d of %v", d, past, ta.Doublings, ta.HeldOutBits)
-	}
-	ra, _ := LoadRun(a)
-	rb, _ := LoadRun(b)
-	ha, hb := phaseRows(ra.History, PhaseFinal), phaseRows(rb.History, PhaseFinal)
-	if len(ha) != len(hb) {
-		t.Fatalf("finalisation rows %d vs resumed %d", len(ha), len(hb))
-	}
-	for i := range ha {
-		if ha[i].Step != hb[i].Step || ha[i].NLLPerStep != hb[i].NLLPerStep {
-			t.Fatalf("finalisation row %d differs: %+v vs %+v", i, ha[i], hb[i])
-		}
-	}
-	for _, dir := range []string{a, b} {
-		if m, _ := filepath.Glob(filepath.Join(dir, "final-em-*.model")); len(m) != 0 {
-			t.Errorf("%s: checkpoint files left: %v", dir, m)
-		}
 	}
 	if st, err := readState(b); err != nil || st.FinalEM != nil || len(st.Files) != len(mustState(t, a).Files) {
 		t.Errorf("finished state: %v, checkpoint %+v, files %v", err, st.FinalEM, st.Files)
@@ -817,21 +777,8 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 				t.Errorf("interruption %d: checkpoint file: %v", i, err)
 			}
 		}
-		if i == 0 { // a damaged checkpoint is refused, not trained from
-			p := filepath.Join(b, s.Model)
-			good, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, append(slices.Clone(good), '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Run(context.Background(), b, cfg, nil); err == nil || !strings.Contains(err.Error(), "not the file this run wrote") {
-				t.Errorf("damaged checkpoint: %v, want an error naming it", err)
-			}
-			if err := os.WriteFile(p, good, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if i == 0 {
+			refusesDamaged(t, b, s.Model, cfg)
 		}
 	}
 	var resumed strings.Builder
@@ -842,6 +789,41 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 	if !strings.Contains(resumed.String(), "finalisation resumed in round "+resumedAt) {
 		t.Errorf("the last call does not say where it resumed:\n%s", resumed.String())
 	}
+	sameFinalisation(t, a, b)
+	ta, tb := repA.Training, repB.Training
+	if !reflect.DeepEqual(ta.GrowChecks, tb.GrowChecks) || ta.GrowRounds != tb.GrowRounds || ta.Pruned != tb.Pruned || !reflect.DeepEqual(ta.Runs, tb.Runs) {
+		t.Errorf("record %+v vs resumed %+v", ta, tb)
+	}
+	if st := mustState(t, b); st.FinalGrad != nil || len(st.Files) != len(mustState(t, a).Files) {
+		t.Errorf("finished state: checkpoint %+v, files %v", st.FinalGrad, st.Files)
+	}
+}
+
+// refusesDamaged checks that a run refuses to resume from its checkpoint file name
+// once damaged, and restores the file.
+func refusesDamaged(t *testing.T, dir, name string, cfg Config) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, append(slices.Clone(good), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), dir, cfg, nil); err == nil || !strings.Contains(err.Error(), "not the file this run wrote") {
+		t.Errorf("damaged checkpoint %s: %v, want an error naming it", name, err)
+	}
+	if err := os.WriteFile(p, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameFinalisation checks that the finished runs in a (uninterrupted) and b (resumed)
+// have the same map file and finalisation history rows, and that neither has a
+// checkpoint file left.
+func sameFinalisation(t *testing.T, a, b string) {
+	t.Helper()
 	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
 	if err != nil {
 		t.Fatal(err)
@@ -853,12 +835,11 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 	if !bytes.Equal(ma, mb) {
 		t.Error("the resumed finalisation's map differs from the uninterrupted one's")
 	}
-	ta, tb := repA.Training, repB.Training
-	if !reflect.DeepEqual(ta.GrowChecks, tb.GrowChecks) || ta.GrowRounds != tb.GrowRounds || ta.Pruned != tb.Pruned || !reflect.DeepEqual(ta.Runs, tb.Runs) {
-		t.Errorf("record %+v vs resumed %+v", ta, tb)
+	ra, errA := LoadRun(a)
+	rb, errB := LoadRun(b)
+	if errA != nil || errB != nil {
+		t.Fatalf("loading the runs: %v; %v", errA, errB)
 	}
-	ra, _ := LoadRun(a)
-	rb, _ := LoadRun(b)
 	ha, hb := phaseRows(ra.History, PhaseFinal), phaseRows(rb.History, PhaseFinal)
 	if len(ha) != len(hb) {
 		t.Fatalf("finalisation rows %d vs resumed %d", len(ha), len(hb))
@@ -872,8 +853,5 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(dir, "final-*.model")); len(m) != 0 {
 			t.Errorf("%s: checkpoint files left: %v", dir, m)
 		}
-	}
-	if st := mustState(t, b); st.FinalGrad != nil || len(st.Files) != len(mustState(t, a).Files) {
-		t.Errorf("finished state: checkpoint %+v, files %v", st.FinalGrad, st.Files)
 	}
 }
