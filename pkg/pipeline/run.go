@@ -1175,7 +1175,11 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		}
 		if r.out != nil {
 			done := [...]string{"at its start", "after its training", "after pruning", "after the growth check's first budget"}[s.Done]
-			fmt.Fprintf(r.out, "finalisation resumed in round %d (%d clones per token), %s\n", s.Round, s.Clones, done)
+			budget := "the joint phase's clones" // FinalFromJoint
+			if cfg.FinalBudget == BudgetShare {
+				budget = fmt.Sprintf("%d clones per token", s.Clones)
+			}
+			fmt.Fprintf(r.out, "finalisation resumed in round %d (%s), %s\n", s.Round, budget, done)
 		}
 	}
 	for {

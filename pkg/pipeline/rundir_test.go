@@ -141,6 +141,11 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 		{"state.gob: checkpoint outside the directory", partial, func(t *testing.T, d string) {
 			forgeState(t, d, func(s *runState) { s.Checkpoint = "../../../x" })
 		}, cfg, "not inside the run directory"},
+		{"state.gob: gradient finalisation checkpoint past its last step", finished, func(t *testing.T, d string) {
+			forgeState(t, d, func(s *runState) {
+				s.FinalGrad = &finalGradState{Clones: 1, Done: gradChecked + 1, Model: "final-grad-00-4.model"}
+			})
+		}, cfg, "not one a run writes"},
 		{"state.gob: joint iteration hand-set", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 3 }) }, cfg, "names checkpoint"},
 		{"state.gob: joint iteration beyond joint_iters", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 99 }) }, cfg, "joint iteration 99 of 16"},
 		{"interrupted: config.json removed, other env asked", partial, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
