@@ -283,6 +283,31 @@ func TestTrainEMConfusionErrors(t *testing.T) {
 	}
 }
 
+// ValidateConfusionRows accepts a matrix with a zero column (a token never seen), which
+// ValidateConfusion refuses, and refuses what ValidateConfusion refuses of its rows.
+func TestValidateConfusionRows(t *testing.T) {
+	zeroCol := [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 1, 0}}
+	if err := ValidateConfusionRows(zeroCol, 3); err != nil {
+		t.Errorf("zero column: %v, want no error", err)
+	}
+	if err := ValidateConfusion(zeroCol, 3); err == nil || !strings.Contains(err.Error(), "column 2 is zero") {
+		t.Errorf("zero column: %v, want one naming column 2", err)
+	}
+	for _, c := range []struct {
+		c    [][]float64
+		want string
+	}{
+		{[][]float64{{1, 0}, {0, 1}}, "2-row confusion matrix for K=3"},
+		{[][]float64{{1, 0, 0}, {0, 1}, {0, 0, 1}}, "row 1 has 2 entries"},
+		{[][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0.5, 0.4}}, "row 2 sums to 0.9"},
+		{[][]float64{{1, 0, 0}, {0, 1, 0}, {0, math.Inf(1), 1}}, "C[2][1] = +Inf"},
+	} {
+		if err := ValidateConfusionRows(c.c, 3); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
+	}
+}
+
 // TrimConfusion drops the off-diagonal entries below min, never the diagonal, and
 // renormalises: by hand.
 func TestTrimConfusion(t *testing.T) {

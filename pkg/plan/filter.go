@@ -126,28 +126,13 @@ func (mp *Map) NewFilter(cfg FilterConfig) (*Filter, error) {
 }
 
 // checkConfusion reports a confusion matrix that is not [K][K] with
-// probability rows (nil is fine: no matrix).
+// probability rows (chmm.ValidateConfusionRows; nil is fine: no matrix).
 func (mp *Map) checkConfusion(c [][]float64) error {
 	if c == nil {
 		return nil
 	}
-	if len(c) != mp.K {
-		return fmt.Errorf("plan: filter: confusion matrix has %d rows, the map %d tokens", len(c), mp.K)
-	}
-	for k, row := range c {
-		if len(row) != mp.K {
-			return fmt.Errorf("plan: filter: confusion row %d has %d entries, want %d", k, len(row), mp.K)
-		}
-		z := 0.0
-		for o, v := range row {
-			if !(v >= 0) || math.IsInf(v, 0) {
-				return fmt.Errorf("plan: filter: confusion[%d][%d] = %v", k, o, v)
-			}
-			z += v
-		}
-		if math.Abs(z-1) > 1e-6 {
-			return fmt.Errorf("plan: filter: confusion row %d sums to %v, want 1", k, z)
-		}
+	if err := chmm.ValidateConfusionRows(c, mp.K); err != nil {
+		return fmt.Errorf("plan: filter: %w", err)
 	}
 	return nil
 }

@@ -248,7 +248,7 @@ func TestEstimateConfusionErrors(t *testing.T) {
 	if _, err := mp.NewFilter(FilterConfig{Confusion: bad}); err == nil || !strings.Contains(err.Error(), "row 2 sums") {
 		t.Errorf("unnormalised confusion row: error %v", err)
 	}
-	if _, err := mp.NewFilter(FilterConfig{Confusion: bad[:2]}); err == nil || !strings.Contains(err.Error(), "2 rows") {
+	if _, err := mp.NewFilter(FilterConfig{Confusion: bad[:2]}); err == nil || !strings.Contains(err.Error(), "2-row confusion matrix") {
 		t.Errorf("short confusion matrix: error %v", err)
 	}
 }
