@@ -139,8 +139,8 @@
 //	                checkpoint (FinalEM): round NN's start, and the cheapest map so
 //	                far, trained in round NN; removed when the finalisation ends
 //	final-grad-RR-S.model  the gradient finalisation's checkpoint: budget round RR's
-//	                map after step S (1 trained, 2 pruned and retrained, 3 its
-//	                growth check's first budget scored); removed when it ends
+//	                map after step S (1 trained, 2 pruned and retrained); removed
+//	                when it ends
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, Training)
 //	.lock           flock of the process that writes the directory (rundir.go)

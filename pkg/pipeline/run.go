@@ -157,13 +157,11 @@ type finalEMState struct {
 // of its trainings, so that one resumed from it continues exactly as the uninterrupted
 // one would (every training seeds its generators from the config).
 type finalGradState struct {
-	Round  int     // the budget round (Config.FinalGrow)
-	Clones int     // clones per token of this round's budget
-	Done   int     // this round's steps done: 0, gradTrained, gradPruned or gradChecked
-	Model  string  // model file: this round's map after its last finished step ("" when Done is 0)
-	Budget int     // the round's states before pruning (set with gradTrained)
-	Bits   float64 // the growth check's held-out ends with Clones (set with gradChecked)
-	Event  string  // marks the round's first history row
+	Round int     // the budget round (Config.FinalGrow): FinalClones·2^Round clones per token
+	Done  int     // this round's steps done: 0, gradTrained, gradPruned or gradChecked
+	Model string  // model file: this round's map after its last step ("" when Done is 0)
+	Bits  float64 // the growth check's held-out ends with this round's budget (set with gradChecked)
+	Event string  // marks the round's first history row
 }
 
 // The steps of a gradient finalisation round (finalGradState.Done).
@@ -1165,7 +1163,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 	hmm := joint
 	s := r.st.FinalGrad
 	if s == nil {
-		s = &finalGradState{Clones: cfg.FinalClones}
+		s = &finalGradState{}
 	} else {
 		if s.Model != "" {
 			var err error
@@ -1177,26 +1175,27 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 			done := [...]string{"at its start", "after its training", "after pruning", "after the growth check's first budget"}[s.Done]
 			budget := "the joint phase's clones" // FinalFromJoint
 			if cfg.FinalBudget == BudgetShare {
-				budget = fmt.Sprintf("%d clones per token", s.Clones)
+				budget = fmt.Sprintf("%d clones per token", cfg.FinalClones<<s.Round)
 			}
 			fmt.Fprintf(r.out, "finalisation resumed in round %d (%s), %s\n", s.Round, budget, done)
 		}
 	}
 	for {
+		clones := cfg.FinalClones << s.Round
 		suffix := "" // the runs of each round keep their own record (Training.AddRun)
 		if s.Round > 0 {
 			suffix = fmt.Sprintf(" (%d× budget)", 1<<s.Round)
 		}
 		if s.Done == 0 {
 			if cfg.FinalBudget == BudgetShare {
-				hmm = chmm.New(cloneBudget(s.Clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+				hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 			}
 			if cfg.FinalIters > 0 {
 				if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, s.Event); err != nil {
 					return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 				}
 			}
-			s.Done, s.Budget = gradTrained, hmm.N()-1
+			s.Done = gradTrained
 			if err := r.checkpointGrad(s, hmm); err != nil {
 				return nil, err
 			}
@@ -1217,39 +1216,40 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		// Config.FinalGrow: the budget binds when pruning leaves fewer than GrowSlack
 		// of its clones unused; it doubles if that predicts the training walks better.
 		unused := r.st.Made.Pruned
-		if !grow || s.Round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(s.Budget) {
+		budget := hmm.N() - 1 + unused // the round's states before pruning
+		if !grow || s.Round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
 			break
 		}
 		steps := 0
 		for _, q := range seqs {
 			steps += q.Len()
 		}
-		if need := chmm.TrainBytes(1+len(share)*2*s.Clones, joint.NumActions, steps); need > maxFinalBytes {
+		if need := chmm.TrainBytes(1+len(share)*2*clones, joint.NumActions, steps); need > maxFinalBytes {
 			if r.out != nil {
 				fmt.Fprintf(r.out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
-					unused, s.Budget, need/1e9, maxFinalBytes/1e9)
+					unused, budget, need/1e9, maxFinalBytes/1e9)
 			}
 			break
 		}
 		if r.out != nil {
 			fmt.Fprintf(r.out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); does twice the budget predict the end of the training walks better?\n",
-				unused, s.Budget, 100*GrowSlack)
+				unused, budget, 100*GrowSlack)
 		}
 		if s.Done == gradPruned {
-			bits, err := r.growthBits(seqs, share, s.Clones, joint.NumActions, gc)
+			bits, err := r.growthBits(seqs, share, clones, joint.NumActions, gc)
 			if err != nil {
 				return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
 			}
 			s.Done, s.Bits = gradChecked, bits
-			if err := r.checkpointGrad(s, hmm); err != nil {
+			if err := r.checkpointGrad(s, nil); err != nil { // the map is the pruned one, saved already
 				return nil, err
 			}
 		}
-		grown, err := r.growthBits(seqs, share, 2*s.Clones, joint.NumActions, gc)
+		grown, err := r.growthBits(seqs, share, 2*clones, joint.NumActions, gc)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: finalisation: growth check: %w", err)
 		}
-		check := evaluate.GrowCheck{Clones: s.Clones, Bits: s.Bits, GrownBits: grown, Grown: s.Bits-grown >= GrowGain}
+		check := evaluate.GrowCheck{Clones: clones, Bits: s.Bits, GrownBits: grown, Grown: s.Bits-grown >= GrowGain}
 		r.st.Made.GrowChecks = append(r.st.Made.GrowChecks, check)
 		if r.out != nil {
 			what := "budget kept"
@@ -1257,13 +1257,13 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 				what = "budget doubled"
 			}
 			fmt.Fprintf(r.out, "held-out end of the training walks: %.4f bits/step with %d clones per token, %.4f with %d: %s\n",
-				check.Bits, s.Clones, check.GrownBits, 2*s.Clones, what)
+				check.Bits, clones, check.GrownBits, 2*clones, what)
 		}
 		if !check.Grown {
 			break
 		}
 		// Event: short, Figure 6 labels it.
-		s.Round, s.Clones, s.Done, s.Event = s.Round+1, 2*s.Clones, 0, fmt.Sprintf("budget ×2: %d/%d unused", unused, s.Budget)
+		s.Round, s.Done, s.Model, s.Event = s.Round+1, 0, "", fmt.Sprintf("budget ×2: %d/%d unused", unused, budget)
 		if err := r.checkpointGrad(s, nil); err != nil {
 			return nil, err
 		}
@@ -1271,14 +1271,14 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 	return hmm, nil
 }
 
-// checkpointGrad commits s, with m (this round's map after its last finished step;
-// nil: none) saved beside it under a new name, so that an interrupted finalisation
-// resumes there. Runs without a directory (studies) keep nothing.
+// checkpointGrad commits s, with m (this round's map after the step just done; nil:
+// the map s.Model names is unchanged) saved beside it under a new name, so that an
+// interrupted finalisation resumes there. Runs without a directory (studies) keep
+// nothing.
 func (r *runner) checkpointGrad(s *finalGradState, m *chmm.Model) error {
 	if r.dir == "" {
 		return nil
 	}
-	s.Model = ""
 	if m != nil {
 		s.Model = fmt.Sprintf("final-grad-%02d-%d.model", s.Round, s.Done)
 		if err := m.Save(r.path(s.Model)); err != nil {

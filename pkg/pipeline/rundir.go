@@ -116,7 +116,7 @@ func decodeState(raw []byte, path string) (*runState, error) {
 			return nil, fmt.Errorf("pipeline: %s: file name %q is not inside the run directory", path, name)
 		}
 	}
-	if g := st.FinalGrad; g != nil && (g.Done < 0 || g.Done > gradChecked || g.Round < 0 || g.Clones < 1 || (g.Model == "") != (g.Done == 0)) {
+	if g := st.FinalGrad; g != nil && (g.Done < 0 || g.Done > gradChecked || g.Round < 0 || (g.Model == "") != (g.Done == 0)) {
 		return nil, fmt.Errorf("pipeline: %s: gradient finalisation checkpoint %+v: not one a run writes", path, *g)
 	}
 	if st.JointIter < 0 {

@@ -143,7 +143,7 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 		}, cfg, "not inside the run directory"},
 		{"state.gob: gradient finalisation checkpoint past its last step", finished, func(t *testing.T, d string) {
 			forgeState(t, d, func(s *runState) {
-				s.FinalGrad = &finalGradState{Clones: 1, Done: gradChecked + 1, Model: "final-grad-00-4.model"}
+				s.FinalGrad = &finalGradState{Done: gradChecked + 1, Model: "final-grad-00-2.model"}
 			})
 		}, cfg, "not one a run writes"},
 		{"state.gob: joint iteration hand-set", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 3 }) }, cfg, "names checkpoint"},
