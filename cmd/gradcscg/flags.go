@@ -61,7 +61,7 @@ var flagRanges = map[string]map[string]flagRange{
 	"symbolic": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
 		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts, "grow": ints(0, 10), "doublings": ints(0, 16),
-		"entropy": floats(0, 100), "viterbi-iters": ints(0, 100000), "tol": floats(0, 1),
+		"entropy": floats(0, 100), "viterbi-iters": ints(0, 100000), "tol": floats(0, 1), "chunk-above": floats(0, 1e15),
 	},
 	"train": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "clones": rangeClones,
@@ -69,6 +69,7 @@ var flagRanges = map[string]map[string]flagRange{
 		"grad-frames": ints(0, 1<<20), "collapse-level": fractionBelow(0.5), "lambda": floats(0, 1000),
 		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8), "stop-churn": floats(0, 1),
 		"final-grow": ints(0, 6), "final-doublings": ints(0, 16), "final-iters": ints(1, 1_000_000),
+		"final-chunk-above": floats(0, 1e15),
 	},
 	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100)},
 	"vqvae": {

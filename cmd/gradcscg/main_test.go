@@ -261,6 +261,26 @@ func TestSymbolicViterbiIters(t *testing.T) {
 	oneCleanError(t, errOut, "--viterbi-iters -3: must be")
 }
 
+// TestSymbolicChunkAbove: --chunk-above sets when the gradient trainer reads random
+// chunks (default chmm.DefaultChunkAbove, 0 never), and a value out of range is
+// one clean error.
+func TestSymbolicChunkAbove(t *testing.T) {
+	o := symbolicOptions{env: "tiled", trainer: "gradient", seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1}
+	s, _, err := symbolicConfig(o)
+	if err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
+		t.Fatalf("default: ChunkAbove %g, err %v", s.ChunkAbove, err)
+	}
+	o.chunkAbove = 0
+	if s, _, err = symbolicConfig(o); err != nil || s.ChunkAbove != 0 {
+		t.Fatalf("--chunk-above 0: ChunkAbove %g, err %v", s.ChunkAbove, err)
+	}
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--chunk-above", "-3")
+	if code == 0 {
+		t.Fatal("--chunk-above -3 accepted")
+	}
+	oneCleanError(t, errOut, "--chunk-above -3: must be")
+}
+
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit
 // in memory (machines sized from aliased's own estimate at 21, 41 and 81 states), to
 // none when even one would not, and not at all when the memory is unknown.

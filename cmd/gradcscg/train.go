@@ -31,7 +31,7 @@ type trainOptions struct {
 	episodes, steps, jointIters, clones, jitter, gradFrames      int
 	finalGrow                                                    int
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
-	collapseLevel, stopChurn                                     float64
+	collapseLevel, stopChurn, finalChunkAbove                    float64
 	decode, budget, arch, finalTrainer                           string
 	finalDoublings, finalIters                                   int
 	freeze, noLengthNorm, supervised                             bool
@@ -61,6 +61,8 @@ func runTrain(args []string) error {
 	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default, conv 0.03, mlp 0.1; 0: no annealing)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
 	f.Float64Var(&o.finalPrune, "final-prune", -1, "after finalisation, remove clones visited by fewer than this fraction of the training steps and retrain (-1: default 0.001; 0: off)")
+	f.Float64Var(&o.finalChunkAbove, "final-chunk-above", -1, fmt.Sprintf("finalisation: read random chunks of the training walks (%d of %d steps per Adam step) in a training whose pass over walks of at least %d steps would cost more than this many multiply-adds (-1: default %g; 0: the whole walks at every step)",
+		chmm.ChunkBatch, chmm.ChunkLen, chmm.ChunkMinSteps, chmm.DefaultChunkAbove))
 	f.IntVar(&o.finalGrow, "final-grow", -1, "double the finalisation's clone budget, at most this many times, while pruning leaves fewer than 10% of it unused and twice the clones predict held-out ends of the training walks better (-1: default 2; 0: a fixed budget)")
 	f.IntVar(&o.jitter, "jitter", -1, "shift each joint-phase frame by up to this many pixels (label-free augmentation; -1: default)")
 	f.StringVar(&o.decode, "decode", "", "held-out read-out: soft (Viterbi on the encoder's log ρ, default) or hard (on tokens)")
@@ -194,6 +196,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	override(&cfg.FinalDoublings, o.finalDoublings)
 	override(&cfg.FinalPrune, o.finalPrune)
 	override(&cfg.FinalGrow, o.finalGrow)
+	override(&cfg.FinalChunkAbove, o.finalChunkAbove)
 	override(&cfg.Jitter, o.jitter)
 	if o.budget != "" {
 		cfg.FinalBudget = o.budget

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +50,7 @@ func TestTrainBadInput(t *testing.T) {
 // names the ablations and the joint iterations (--joint-iters 5).
 func TestTrainConfigFlags(t *testing.T) {
 	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1,
+		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, finalChunkAbove: -1,
 		gradFrames: -1, collapseLevel: -1}
 	o.set = newFlagSet("train", "")
 	cfg, err := o.pipelineConfig()
@@ -80,7 +81,7 @@ func TestTrainConfigFlags(t *testing.T) {
 	}
 	// --arch sets the architecture's defaults before the flags that override them.
 	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
-		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
+		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, finalChunkAbove: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
 	o.set = newFlagSet("train", "")
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp" {
 		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
@@ -108,6 +109,15 @@ func TestTrainConfigFlags(t *testing.T) {
 	ci = pipeline.CISized(mustDefault(t, "aliased"))
 	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != ci.FinalIters || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci" {
 		t.Errorf("--size ci --final-trainer gradient: final_iters %d (want %d), name %q, err %v", cfg.FinalIters, ci.FinalIters, experiment.RunName(cfg), err)
+	}
+	// --final-chunk-above: the default reads chunks past chmm.DefaultChunkAbove; another
+	// bound names the run.
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalChunkAbove != chmm.DefaultChunkAbove {
+		t.Errorf("default final_chunk_above %g, err %v", cfg.FinalChunkAbove, err)
+	}
+	o.finalChunkAbove = 0
+	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalChunkAbove != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_chunkabove0" {
+		t.Errorf("--final-chunk-above 0: final_chunk_above %g, name %q, err %v", cfg.FinalChunkAbove, experiment.RunName(cfg), err)
 	}
 }
 

@@ -29,6 +29,10 @@ type History struct {
 	Stop     string  // why training stopped ("converged", "max iterations", "patience", ...)
 	BestIter int     // gradient training (full batch): iteration whose parameters were kept
 	Splits   []Split // gradient training: clone-splitting rounds
+	// ChunkLen and Batch are a gradient training's random chunks (GradConfig): Batch
+	// chunks of ChunkLen steps per iteration, whose ℓ/T LogLik then records; 0: full
+	// batch.
+	ChunkLen, Batch int
 
 	// Confusion is EM's confusion matrix at the end of training, C[k][o]
 	// (EMConfig.Confusion, learned if EMConfig.LearnConfusion); nil for hard tokens.

@@ -294,6 +294,19 @@ func (m *Model) Check(seqs []Sequence) error {
 	return m.checkSeqs(seqs)
 }
 
+// PassCost returns the multiply-adds of one forward pass of m over seqs,
+// Σ_t C_{o_t}·C_{o_{t+1}} (the blocks of the recursions; package doc): an E-step
+// or an exact gradient costs about three times it. seqs must have passed Check.
+func PassCost(m *Model, seqs []Sequence) float64 {
+	var w float64
+	for _, s := range seqs {
+		for t := 1; t < len(s.Obs); t++ {
+			w += float64(m.Clones[s.Obs[t-1]] * m.Clones[s.Obs[t]])
+		}
+	}
+	return w
+}
+
 func (m *Model) checkSeqs(seqs []Sequence) error {
 	k, a := m.K(), m.NumActions
 	for i, s := range seqs {

@@ -199,3 +199,16 @@ func TestNewRandom(t *testing.T) {
 		t.Error("π differs from New's")
 	}
 }
+
+// TestPassCost: Σ_t C_{o_t}·C_{o_{t+1}} by hand, over every sequence.
+func TestPassCost(t *testing.T) {
+	m := New([]int{2, 5, 3}, 2, rand.New(rand.NewPCG(1, 1)))
+	seqs := []Sequence{
+		{Obs: []int{0, 1, 1, 2}, Actions: []int{0, 1, 0}}, // 2·5 + 5·5 + 5·3 = 50
+		{Obs: []int{2}},                       // no transition
+		{Obs: []int{2, 0}, Actions: []int{1}}, // 3·2 = 6
+	}
+	if got := PassCost(m, seqs); got != 56 {
+		t.Errorf("PassCost = %v, want 56", got)
+	}
+}

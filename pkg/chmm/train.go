@@ -97,6 +97,48 @@ func DefaultGradConfig() GradConfig {
 	return GradConfig{Iters: 2000, LR: 0.1, Patience: 100, Tol: 1e-4, SplitRounds: 5, FoldDuplicates: true, GrowClones: true}
 }
 
+// How a gradient training reads long walks (GradConfig.ChunkIfCostly): every Adam
+// step reads ChunkBatch random chunks of ChunkLen steps (16,000 steps: a
+// 150,000-step walk is read 9 times more cheaply), walks of at least ChunkMinSteps
+// steps only, and its rate falls from LR to LR/10 (cosine over Iters) so that late
+// steps settle rather than follow the chunks' noise.
+const (
+	ChunkLen      = 1000
+	ChunkBatch    = 16
+	ChunkMinSteps = 4 * ChunkLen * ChunkBatch
+)
+
+// DefaultChunkAbove is the pass cost (PassCost, multiply-adds) above which the
+// symbolic experiments and the pixel finalisation read chunks (ChunkIfCostly): a
+// pass of 10⁸ takes about a third of a second on one core of the development
+// machine, so a full-batch training of 2000 iterations would take 10 minutes or more.
+// Every map of the symbolic and cscg suites but two cscg_empty runs' last trainings
+// costs less than 6·10⁷; tiled passes it from its fourth split (README, "Bigger worlds").
+const DefaultChunkAbove = 1e8
+
+// ChunkIfCostly returns c set to read random chunks (ChunkLen, ChunkBatch, FinalLR a
+// tenth of LR) when one pass of m over seqs would cost more than above multiply-adds
+// (PassCost) and seqs hold at least ChunkMinSteps steps; otherwise, or with above ≤ 0,
+// c as it is.
+func (c GradConfig) ChunkIfCostly(m *Model, seqs []Sequence, above float64) GradConfig {
+	if above <= 0 {
+		return c
+	}
+	steps := 0
+	for _, q := range seqs {
+		steps += len(q.Obs)
+	}
+	if steps < ChunkMinSteps || PassCost(m, seqs) <= above {
+		return c
+	}
+	lr := c.LR
+	if lr == 0 {
+		lr = DefaultGradConfig().LR
+	}
+	c.ChunkLen, c.Batch, c.FinalLR = ChunkLen, ChunkBatch, lr/10
+	return c
+}
+
 func (c *GradConfig) fill() error {
 	if c.Iters == 0 {
 		c.Iters = 2000
@@ -184,6 +226,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		sampler = newChunkSampler(seqs, cfg.ChunkLen, cfg.Seed)
 		batch = make([]Sequence, cfg.Batch)
 		nseq = cfg.Batch
+		h.ChunkLen, h.Batch = cfg.ChunkLen, cfg.Batch
 	}
 	p := newParams(m)
 	es := newEstepper(p, cfg.Workers, nseq)

@@ -362,3 +362,44 @@ func TestTrainGradientStop(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestChunkIfCostly: chunks (ChunkLen, ChunkBatch, a tenth of the rate at the end)
+// exactly when the pass costs more than the bound and the walks hold at least
+// ChunkMinSteps steps; every other field as given.
+func TestChunkIfCostly(t *testing.T) {
+	m := New([]int{3, 2}, 2, rand.New(rand.NewPCG(1, 1)))
+	rng := rand.New(rand.NewPCG(2, 1))
+	long := []Sequence{randomSeq(rng, 2, 2, ChunkMinSteps/2), randomSeq(rng, 2, 2, ChunkMinSteps/2)}
+	short := []Sequence{long[0], randomSeq(rng, 2, 2, ChunkMinSteps/2-1)}
+	cost := PassCost(m, long)
+	base := GradConfig{Iters: 7, Patience: 3, Tol: 1e-4, Seed: 5}
+	for _, c := range []struct {
+		name  string
+		seqs  []Sequence
+		lr    float64
+		above float64
+		want  bool
+	}{
+		{"costly", long, 0, cost - 1, true},
+		{"costly, LR 0.3", long, 0.3, cost - 1, true},
+		{"cheap", long, 0, cost, false},
+		{"off", long, 0, 0, false},
+		{"short walks", short, 0, 1, false},
+	} {
+		in := base
+		in.LR = c.lr
+		got := in.ChunkIfCostly(m, c.seqs, c.above)
+		want := in
+		if c.want {
+			lr := c.lr
+			if lr == 0 {
+				lr = 0.1
+			}
+			want.ChunkLen, want.Batch, want.FinalLR = ChunkLen, ChunkBatch, lr/10
+		}
+		if got.ChunkLen != want.ChunkLen || got.Batch != want.Batch || got.FinalLR != want.FinalLR ||
+			got.Iters != 7 || got.Patience != 3 || got.Tol != 1e-4 || got.Seed != 5 || got.LR != c.lr {
+			t.Errorf("%s: %+v, want %+v", c.name, got, want)
+		}
+	}
+}

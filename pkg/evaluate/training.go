@@ -80,6 +80,10 @@ type TrainerRun struct {
 	SplitRounds int    `json:"split_rounds"`           // clone-splitting rounds
 	ClonesAdded int    `json:"clones_added,omitempty"` // clones the splits added (chmm.GradConfig.GrowClones)
 	Stop        string `json:"stop,omitempty"`         // chmm.History.Stop
+	// ChunkLen and Batch: a gradient run that read Batch random chunks of ChunkLen
+	// steps per iteration (chmm.History); absent for the whole walks.
+	ChunkLen int `json:"chunk_len,omitempty"`
+	Batch    int `json:"batch,omitempty"`
 }
 
 // Joint is the record of a joint VQ-VAE + cloned-HMM phase.
@@ -281,6 +285,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	var runs []string
 	for _, r := range t.Runs {
 		s := fmt.Sprintf("%s %d iterations", r.Name, r.Iterations)
+		if r.ChunkLen > 0 {
+			s += fmt.Sprintf(" on %d random chunks of %d steps each", r.Batch, r.ChunkLen)
+		}
 		if r.SplitRounds > 0 {
 			s += fmt.Sprintf(", %d splitting rounds", r.SplitRounds)
 		}

@@ -83,6 +83,9 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.FinalTrainer != d.FinalTrainer {
 		name += "_final" + cfg.FinalTrainer
 	}
+	if cfg.FinalChunkAbove != d.FinalChunkAbove {
+		name += fmt.Sprintf("_chunkabove%g", cfg.FinalChunkAbove)
+	}
 	if cfg.FinalIters != d.WithFinalTrainer(cfg.FinalTrainer).FinalIters { // the trainer's default at this size
 		name += fmt.Sprintf("_iters%d", cfg.FinalIters)
 	}

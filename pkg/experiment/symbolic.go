@@ -109,6 +109,10 @@ type Training struct {
 	// Init is the start of the EM restarts r > 0 (the first start is the model
 	// given): InitUniform (chmm.New, default) or InitRandom (chmm.NewRandom).
 	Init string
+	// ChunkAbove > 0 makes a gradient training read random chunks of the walks when
+	// one pass over them would cost more than ChunkAbove multiply-adds
+	// (chmm.GradConfig.ChunkIfCostly). 0: the whole walks at every iteration.
+	ChunkAbove float64
 }
 
 // Initialisations of a symbolic model (SymbolicInit).
@@ -140,6 +144,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 			gc.Tol = t.Tol
 		}
 		gc.StopTol = t.StopTol
+		gc = gc.ChunkIfCostly(m, train, t.ChunkAbove)
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			gc.Seed = t.Seed + uint64(r)<<32
 			b := bar(gc.Iters)
@@ -276,7 +281,7 @@ func SymbolicTraining(m *chmm.Model, train []chmm.Sequence, starts int, h *chmm.
 	if h != nil {
 		rec.Restarts = max(1, starts)
 		rec.Runs = []evaluate.TrainerRun{{Name: "train", Iterations: len(h.LogLik), SplitRounds: len(h.Splits),
-			ClonesAdded: h.ClonesAdded(), Stop: h.Stop}}
+			ClonesAdded: h.ClonesAdded(), Stop: h.Stop, ChunkLen: h.ChunkLen, Batch: h.Batch}}
 	}
 	return rec
 }

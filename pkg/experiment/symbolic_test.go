@@ -472,3 +472,50 @@ func TestTrainSymbolicGradientTol(t *testing.T) {
 		t.Errorf("tol 1e-5: Validate = %v, Training().Tol = %g", err, s.Training().Tol)
 	}
 }
+
+// TestTrainSymbolicChunks: a gradient training whose pass is costlier than
+// ChunkAbove (chmm.GradConfig.ChunkIfCostly) reads random chunks, and its record says
+// so; EM never does; DefaultSymbolic sets chmm.DefaultChunkAbove.
+func TestTrainSymbolicChunks(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := NewTokens(env)
+	var train []chmm.Sequence
+	for _, ep := range SymbolicTrainingWalks(env, 1, 2, chmm.ChunkMinSteps/2) {
+		train = append(train, tok.Sequence(ep))
+	}
+	m := SymbolicInit([]int{2, 2, 2, 2}, env.NumActions(), 1, InitUniform)
+	cost := chmm.PassCost(m, train)
+	for _, c := range []struct {
+		name    string
+		trainer string
+		above   float64
+		want    bool
+	}{
+		{"costly", TrainerGradient, cost - 1, true},
+		{"cheap", TrainerGradient, cost, false},
+		{"off", TrainerGradient, 0, false},
+		{"EM", TrainerEM, 1, false},
+	} {
+		_, h, _, err := TrainSymbolic(m.Clone(), train, Training{Trainer: c.trainer, Seed: 1, Iters: 3, ChunkAbove: c.above}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := SymbolicTraining(m, train, 1, h).Runs[0]
+		if got := run.ChunkLen == chmm.ChunkLen && run.Batch == chmm.ChunkBatch && h.ChunkLen == chmm.ChunkLen; got != c.want || (!c.want && run.ChunkLen+run.Batch != 0) {
+			t.Errorf("%s: record chunk_len %d batch %d, history %d, want chunks %v", c.name, run.ChunkLen, run.Batch, h.ChunkLen, c.want)
+		}
+	}
+	_, s := aliasedSymbolic(t, TrainerGradient)
+	if s.ChunkAbove != chmm.DefaultChunkAbove || s.Training().ChunkAbove != chmm.DefaultChunkAbove {
+		t.Errorf("DefaultSymbolic ChunkAbove %g, Training() %g, want %g", s.ChunkAbove, s.Training().ChunkAbove, chmm.DefaultChunkAbove)
+	}
+	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
+		s.ChunkAbove = bad
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "chunk_above=") {
+			t.Errorf("chunk_above %g: Validate = %v", bad, err)
+		}
+	}
+}

@@ -76,6 +76,11 @@ type Symbolic struct {
 	// MaxStates bounds the states of a budget grown by splitting: the visited clones
 	// are not split when that would pass it (0: MaxDoublingStates, also the most).
 	MaxStates int `json:"max_states,omitempty"`
+	// ChunkAbove makes a gradient training read random chunks of walks of at least
+	// chmm.ChunkMinSteps steps when one pass over them would cost more than this many
+	// multiply-adds (chmm.GradConfig.ChunkIfCostly; 0: the whole walks at every
+	// iteration). DefaultSymbolic: chmm.DefaultChunkAbove.
+	ChunkAbove float64 `json:"chunk_above,omitempty"`
 }
 
 // DoublingIters is the soft EM iterations per training when the budget grows by
@@ -129,7 +134,8 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	s := Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings}
+		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings,
+		ChunkAbove: chmm.DefaultChunkAbove}
 	return s, nil
 }
 
@@ -239,6 +245,7 @@ func (s Symbolic) Validate() error {
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
 	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
+	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
 		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)
@@ -267,7 +274,8 @@ func (s Symbolic) Validate() error {
 // Training is how s trains (TrainSymbolic).
 func (s Symbolic) Training() Training {
 	return Training{Trainer: s.Trainer, Seed: s.Seed, Iters: s.Iters, LR: s.LR, Entropy: s.Entropy, Tol: s.Tol,
-		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, UntilFit: s.UntilFit, Init: s.Init}
+		Pseudocount: s.Pseudocount, ViterbiIters: s.ViterbiIters, Restarts: s.Restarts, UntilFit: s.UntilFit, Init: s.Init,
+		ChunkAbove: s.ChunkAbove}
 }
 
 // SymbolicRun is a symbolic experiment's map with its held-out walk decoded and scored.
@@ -408,8 +416,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	for round := 0; ; round++ {
 		at := time.Since(t0).Seconds()
 		if progressOut != nil {
-			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps; trainer %s, budget round %d\n",
-				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, s.Trainer, round)
+			chunks := ""
+			if s.Trainer == TrainerGradient && (chmm.GradConfig{}).ChunkIfCostly(m, train, t.ChunkAbove).ChunkLen > 0 {
+				chunks = fmt.Sprintf(", read in random chunks (%d × %d steps per iteration)", chmm.ChunkBatch, chmm.ChunkLen)
+			}
+			fmt.Fprintf(progressOut, "%s: %d places, %d edges, %d tokens, %d states; %d×%d training steps%s; trainer %s, budget round %d\n",
+				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, chunks, s.Trainer, round)
 		}
 		var err error
 		if m, h, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
@@ -227,6 +228,13 @@ type Config struct {
 	// before it was a setting, ran every iteration).
 	FinalTol    float64 `json:"final_tol"`
 	FinalSplits int     `json:"final_splits"` // chmm clone-splitting rounds at plateaus (5)
+	// FinalChunkAbove makes a finalisation training read random chunks of the training
+	// walks, 16 of 1000 steps per Adam step with the rate falling to a tenth, when one
+	// pass over the whole walks would cost more than this many multiply-adds
+	// (chmm.GradConfig.ChunkIfCostly: walks of at least 64,000 steps, so never the paper's
+	// benchmarks). Default chmm.DefaultChunkAbove; 0: the whole walks at every
+	// iteration (as every run before this field).
+	FinalChunkAbove float64 `json:"final_chunk_above,omitempty"`
 	// FinalPrune, if > 0, removes after finalisation every clone that the Viterbi paths
 	// of the training episodes visit fewer than FinalPrune × (training steps) times (each
 	// token keeps its most visited clone) and trains the pruned HMM for FinalPruneIters
@@ -316,7 +324,7 @@ func ConfigFor(e *gridworld.Env) Config {
 		CollapseFrac: 0, ThrottleFactor: 0.5, CheckpointEvery: 50,
 		FinalTrainer: FinalGradient, FinalDoublings: DefaultFinalDoublings,
 		FinalBudget: BudgetShare, FinalClones: 2 * d.ClonesPerClass,
-		FinalIters: FinalGradientIters, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalTol: 1e-3, FinalSplits: 5,
+		FinalIters: FinalGradientIters, FinalLR: 0.1, FinalEntropy: 1e-3, FinalPatience: 100, FinalTol: 1e-3, FinalSplits: 5, FinalChunkAbove: chmm.DefaultChunkAbove,
 		FinalPrune: 0.001, FinalPruneIters: 300, FinalGrow: DefaultFinalGrow,
 		Decode: DecodeSoft,
 	}
@@ -392,6 +400,7 @@ func (c Config) Validate() error {
 	add(c.FinalPatience >= 0, "final_patience=%d (need ≥ 0)", c.FinalPatience)
 	add(c.FinalSplits >= 0, "final_splits=%d (need ≥ 0)", c.FinalSplits)
 	add(c.FinalTol >= 0 && c.FinalTol <= 1, "final_tol=%g (need 0 ≤ final_tol ≤ 1)", c.FinalTol)
+	add(c.FinalChunkAbove >= 0 && !math.IsInf(c.FinalChunkAbove, 0), "final_chunk_above=%g (need a finite number ≥ 0)", c.FinalChunkAbove)
 	add(c.FinalPrune >= 0 && c.FinalPrune < 1, "final_prune=%g (need a fraction in [0, 1))", c.FinalPrune)
 	add(c.FinalPruneIters >= 0, "final_prune_iters=%d (need ≥ 0)", c.FinalPruneIters)
 	add(c.StopAfterJoint >= 0, "StopAfterJoint=%d (need ≥ 0)", c.StopAfterJoint)
@@ -449,13 +458,15 @@ func decodeOnto(base Config, raw []byte, path string) (Config, error) {
 
 // runConfigAbsent holds the fields that a run directory's config.json may lack, with
 // what their absence meant to the version that wrote it: earlier versions left these
-// out when zero, or did not have them (all frames' gradients, no collapse response).
+// out when zero, or did not have them (all frames' gradients, no collapse response,
+// the whole walks at every finalisation step).
 // Every other field must be present. An absent field reads as zero, except those of
 // runConfigLegacy.
 var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
 	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
+	"final_chunk_above": true,
 }
 
 // runConfigLegacy is what the fields that older versions fixed in code meant when a

@@ -282,3 +282,39 @@ func TestPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestFinalChunks: a finalisation training reads random chunks when Config.FinalChunkAbove
+// is below its pass cost on walks of at least chmm.ChunkMinSteps steps, and records them;
+// 0 (every run before the field) and the default on a benchmark-sized walk read the whole
+// walks.
+func TestFinalChunks(t *testing.T) {
+	hmm := chmm.New([]int{3, 2}, 1, rand.New(rand.NewPCG(1, 1)))
+	seq := chmm.Sequence{Obs: make([]int, chmm.ChunkMinSteps), Actions: make([]int, chmm.ChunkMinSteps-1)}
+	for t := range seq.Obs {
+		seq.Obs[t] = t % 2
+	}
+	seqs := []chmm.Sequence{seq}
+	cost := chmm.PassCost(hmm, seqs)
+	for _, c := range []struct {
+		name  string
+		above float64
+		want  bool
+	}{{"costly", cost / 2, true}, {"off", 0, false}, {"default", chmm.DefaultChunkAbove, false}} {
+		r := &runner{ctx: context.Background(), cfg: Config{FinalChunkAbove: c.above, Seed: 1}, st: &runState{}}
+		if err := r.trainFinal(hmm.Clone(), seqs, chmm.GradConfig{Iters: 2, LR: 0.1, Seed: 1}, "finalise", ""); err != nil {
+			t.Fatal(err)
+		}
+		run := r.st.Made.Runs[0]
+		if got := run.ChunkLen == chmm.ChunkLen && run.Batch == chmm.ChunkBatch; got != c.want || (!c.want && run.ChunkLen+run.Batch != 0) {
+			t.Errorf("%s: chunk_len %d, batch %d; want chunks %v", c.name, run.ChunkLen, run.Batch, c.want)
+		}
+	}
+	d, err := DefaultConfig("two_rooms")
+	if err != nil || d.FinalChunkAbove != chmm.DefaultChunkAbove {
+		t.Errorf("DefaultConfig: final_chunk_above %g, %v", d.FinalChunkAbove, err)
+	}
+	d.FinalChunkAbove = -1
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "final_chunk_above") {
+		t.Errorf("final_chunk_above -1: Validate = %v", err)
+	}
+}

@@ -1640,7 +1640,8 @@ func (r *runner) trainFinal(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 // recordFinal appends a finalisation training's iterations to the history as
 // finalisation records, numbered after the last one; event, if set, marks the first.
 func (r *runner) recordFinal(h *chmm.History, label, event string) {
-	r.st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop})
+	r.st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop,
+		ChunkLen: h.ChunkLen, Batch: h.Batch})
 	n := 0 // finalisation iterations recorded so far
 	for _, rec := range r.st.History {
 		if rec.Phase == PhaseFinal {
@@ -1662,6 +1663,7 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 	if r.out != nil {
 		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
 	}
+	gc = gc.ChunkIfCostly(hmm, seqs, r.cfg.FinalChunkAbove)
 	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
 	h, err := chmm.TrainGradient(hmm, seqs, gc)
 	if err != nil {
