@@ -193,3 +193,30 @@ func BenchmarkConfusedEStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGradientChunks: 3 Adam steps of TrainGradient on one 150,000-step walk of
+// the rectangular room (tiled's length), 4 tokens × 70 clones (N = 281, a pass of
+// about 7·10⁸ multiply-adds), reading the whole walk at every step and, as
+// ChunkIfCostly sets it past DefaultChunkAbove, ChunkBatch random chunks of ChunkLen
+// steps. One worker: the numbers are CPU-seconds.
+func BenchmarkGradientChunks(b *testing.B) {
+	_, seqs := walkData(98, cscgRectangular, 1, 150000)
+	m0 := New(UniformClones(4, 70), 4, rand.New(rand.NewPCG(98, 2)))
+	full := GradConfig{Iters: 3, Seed: 1, Workers: 1}
+	chunked := full.ChunkIfCostly(m0, seqs, DefaultChunkAbove)
+	if chunked.ChunkLen == 0 {
+		b.Fatalf("pass cost %g: not chunked", PassCost(m0, seqs))
+	}
+	for _, c := range []struct {
+		name string
+		cfg  GradConfig
+	}{{"whole walk", full}, {"chunks", chunked}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := TrainGradient(m0.Clone(), seqs, c.cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
