@@ -51,7 +51,9 @@
 // expected per-step transition entropy, a scale-free version of the paper's
 // η·Σ H restricted to visited rows (unvisited rows weigh 0). Training is full
 // batch (ChunkLen 0: every step sees all episodes exactly; the best
-// parameters are kept) or on Batch random chunks of ChunkLen steps.
+// parameters are kept) or on Batch random chunks of ChunkLen steps;
+// GradConfig.ChunkIfCostly picks chunks where a pass over long walks is costly
+// (PassCost).
 //
 // Plain gradient descent gets stuck when two places that show the same token
 // share one clone: an unused clone receives no gradient, so nothing can take

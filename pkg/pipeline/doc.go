@@ -37,7 +37,10 @@
 //     chmm.TrainGradient full batch (exact forward–backward gradient, Adam, optional
 //     transition entropy, optional clone splitting at plateaus), ended by the
 //     label-free plateau rule of Config.FinalTol (1e-3 nats per step over
-//     FinalPatience iterations; at most FinalIters). By default
+//     FinalPatience iterations; at most FinalIters). A training whose pass over the
+//     walks would cost more than Config.FinalChunkAbove multiply-adds reads random
+//     chunks of them instead (chmm.GradConfig.ChunkIfCostly: the bigger worlds, never
+//     the paper's benchmarks, whose walks are too short or too cheap). By default
 //     (FinalBudget = BudgetShare) the clones are re-allocated in proportion to each
 //     token's share of the training frames under the final encoder (FinalClones per
 //     token on average) and the HMM starts afresh; FinalFromJoint continues from the
