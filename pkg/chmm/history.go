@@ -27,7 +27,7 @@ type History struct {
 	Entropy []float64 // gradient training: occupancy-weighted transition entropy (nats); EM: NaN
 
 	Stop     string  // why training stopped ("converged", "max iterations", "patience", ...)
-	BestIter int     // gradient training (full batch): iteration whose parameters were kept
+	BestIter int     // gradient training: iteration whose parameters were kept
 	Splits   []Split // gradient training: clone-splitting rounds
 	// ChunkLen and Batch are a gradient training's random chunks (GradConfig): Batch
 	// chunks of ChunkLen steps per iteration, whose ℓ/T LogLik then records; 0: full

@@ -403,3 +403,25 @@ func TestChunkIfCostly(t *testing.T) {
 		}
 	}
 }
+
+// TestChunksKeepBest: a training on chunks keeps the parameters that score best on all
+// sequences (checked every chunkKeepEvery iterations and at the end), so a rate far too
+// high for its noisy chunks cannot leave the map worse than it started.
+func TestChunksKeepBest(t *testing.T) {
+	_, seqs := walkData(21, aliased3x3, 2, 2000)
+	m := New(UniformClones(3, 3), 4, rand.New(rand.NewPCG(21, 2)))
+	if _, err := TrainGradient(m, seqs, DefaultGradConfig()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := LogLikelihood(m, seqs)
+	wild := m.Clone()
+	h, err := TrainGradient(wild, seqs, GradConfig{Iters: 2*chunkKeepEvery + 10, LR: 5, ChunkLen: 20, Batch: 2, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := LogLikelihood(wild, seqs)
+	t.Logf("ℓ/T %.5f before, %.5f after (kept iteration %d of %d)", before/4000, after/4000, h.BestIter, len(h.LogLik))
+	if after < before-1e-9 || h.BestIter%chunkKeepEvery != 0 && h.BestIter != len(h.LogLik)-1 {
+		t.Errorf("ℓ %.6f before, %.6f after; kept iteration %d", before, after, h.BestIter)
+	}
+}
