@@ -89,6 +89,9 @@ func TestJudge(t *testing.T) {
 		{"600 steps", Diagnosis{TrainBits: 0.0067, HeldOutBits: 1.69, HeldOutSteps: 1000}, ExactTokens, []string{ProblemData}},
 		{"600 steps, full", Diagnosis{TrainBits: 0.079, HeldOutBits: 1.51, HeldOutSteps: 1000, FullTokens: []int{0}}, ExactTokens, []string{ProblemClones, ProblemData}},
 		{"no held-out walk", Diagnosis{TrainBits: 0.001}, ExactTokens, nil},
+		{"localising (two_rooms, 10 walks)", Diagnosis{TrainBits: 0.0002, HeldOutBits: 0.0004, HeldOutSteps: 10000, Steps: 100000, Walks: 10, Surprises: 0.00003}, ExactTokens, nil},
+		{"localising, short walks", Diagnosis{TrainBits: 0.002, HeldOutBits: 0.002, HeldOutSteps: 3000, Steps: 6000, Walks: 2, Surprises: 0.0015}, ExactTokens, nil},
+		{"merged, cheap (tiled, gradient, F1 0.969)", Diagnosis{TrainBits: 0.0038, HeldOutBits: 0.0167, HeldOutSteps: 150000, Steps: 150000, Walks: 1, Surprises: 0.00125}, ExactTokens, []string{ProblemMerged}},
 		{"pixels, recovered", Diagnosis{TrainBits: 0.39, HeldOutBits: 0.63, HeldOutSteps: 1000, Determinism: 0.788}, NoisyTokens, nil},
 		{"pixels, frozen VQ-VAE", Diagnosis{TrainBits: 1.23, HeldOutBits: 1.28, HeldOutSteps: 1000, Determinism: 0.103}, NoisyTokens, []string{ProblemPredict}},
 		{"pixels, recovered room", Diagnosis{TrainBits: 0.245, HeldOutBits: 0.418, HeldOutSteps: 10000, Determinism: 0.944, Steps: 40000, UsedClones: 53, Clones: 61}, NoisyTokens, nil},
@@ -194,6 +197,75 @@ func TestMisses(t *testing.T) {
 	}
 }
 
+// ringModel is the deterministic map of the ring 0 1 2 3 0 4 5 6 (8 places, action 0
+// forward, 1 back) with clones[k] clones per token, place q being state stateOf[q].
+func ringModel(clones []int, stateOf []int) *Model {
+	const P = 8
+	m := New(clones, 2, nil)
+	n := m.N()
+	for i := range m.ThetaLogits {
+		m.ThetaLogits[i] = math.Inf(-1)
+	}
+	for a := range 2 {
+		m.ThetaLogits[(a*n+n-1)*n+n-1] = 0 // the sink
+		for q := range P {
+			next := (q + P + 1 - 2*a) % P
+			m.ThetaLogits[(a*n+stateOf[q])*n+stateOf[next]] = 0
+		}
+	}
+	return m
+}
+
+// TestSurprisesExact: exact tokens on the ring of TestSurprises (token 0 at places 0
+// and 4). The true map is surprised by no step after the first; a map that merges
+// places 0 and 4 into one clone, whose forward move leads to token 1 with 0.7 and
+// token 4 with 0.3, is surprised by exactly the forward moves from place 4, and the
+// verdict calls it merged.
+func TestSurprisesExact(t *testing.T) {
+	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
+	const K, P = 7, 8
+	rng := rand.New(rand.NewPCG(4, 8))
+	walk := Sequence{Obs: make([]int, 20000), Actions: make([]int, 19999)}
+	at, fromFour := 0, 0
+	for t := range walk.Obs {
+		walk.Obs[t] = ringTok[at]
+		if t < len(walk.Actions) {
+			a := rng.IntN(2) // 0: forward, 1: back
+			walk.Actions[t] = a
+			if at == 4 && a == 0 && t > 0 {
+				fromFour++
+			}
+			at = (at + P + 1 - 2*a) % P
+		}
+	}
+	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
+	merged := ringModel(UniformClones(K, 1), []int{0, 1, 2, 3, 0, 4, 5, 6})
+	n := merged.N() // its clone 0 forward: token 1 with 0.7, token 4 with 0.3
+	merged.ThetaLogits[(0*n+0)*n+1], merged.ThetaLogits[(0*n+0)*n+4] = math.Log(0.7), math.Log(0.3)
+	dt, err := Diagnose(truth, []Sequence{walk}, []Sequence{walk}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := Diagnose(merged, []Sequence{walk}, []Sequence{walk}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(fromFour) / float64(len(walk.Obs)-1)
+	t.Logf("true map: surprises %.5f; merged map: surprises %.5f (forward moves from place 4: %.5f)", dt.Surprises, dm.Surprises, want)
+	if dt.Surprises > 1.0/float64(len(walk.Obs)) {
+		t.Errorf("true map: surprises %.5f, want at most one step", dt.Surprises)
+	}
+	if math.Abs(dm.Surprises-want) > 1e-9 {
+		t.Errorf("merged map: surprises %.5f, want %.5f (every forward move from place 4)", dm.Surprises, want)
+	}
+	if v := dt.Judge(ExactTokens); !v.Resolved {
+		t.Errorf("true map: %+v", v)
+	}
+	if v := dm.Judge(ExactTokens); !slices.Contains(v.Problems, ProblemMerged) {
+		t.Errorf("merged map: %+v, want merged", v)
+	}
+}
+
 // TestSurprises: on a ring of 8 places where token 0 is at places 0 and 4, with 5%
 // of tokens misread at random, the true map's Viterbi path misses the misreads and
 // its forward pass is surprised by them alone; the map that merges the two places
@@ -224,22 +296,6 @@ func TestSurprises(t *testing.T) {
 		}
 		c[k][k] = 1 - p
 	}
-	// ringModel: clones[k] clones per token; place q is state stateOf[q].
-	ringModel := func(clones []int, stateOf []int) *Model {
-		m := New(clones, 2, nil)
-		n := m.N()
-		for i := range m.ThetaLogits {
-			m.ThetaLogits[i] = math.Inf(-1)
-		}
-		for a := range 2 {
-			m.ThetaLogits[(a*n+n-1)*n+n-1] = 0 // the sink
-			for q := range P {
-				next := (q + P + 1 - 2*a) % P
-				m.ThetaLogits[(a*n+stateOf[q])*n+stateOf[next]] = 0
-			}
-		}
-		return m
-	}
 	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
 	merged := ringModel(UniformClones(K, 1), []int{0, 1, 2, 3, 0, 4, 5, 6})
 	dt, err := DiagnoseConfused(truth, []Sequence{walk}, nil, c, 1)
@@ -259,5 +315,23 @@ func TestSurprises(t *testing.T) {
 	}
 	if !dt.Judge(NoisyTokens).Resolved || dm.Judge(NoisyTokens).Resolved || !slices.Contains(dm.Judge(NoisyTokens).Problems, ProblemMerged) {
 		t.Errorf("verdicts: true map %+v, merged map %+v", dt.Judge(NoisyTokens), dm.Judge(NoisyTokens))
+	}
+}
+
+// TestLateSurprises: the surprised steps beyond LocaliseSurprises per walk, as a share
+// of the training steps, by hand.
+func TestLateSurprises(t *testing.T) {
+	for _, c := range []struct {
+		d    Diagnosis
+		want float64
+	}{
+		{Diagnosis{Steps: 10000, Walks: 2, Surprises: 50.0 / 9998}, (50 - 2*LocaliseSurprises) / 10000.0},
+		{Diagnosis{Steps: 10000, Walks: 2, Surprises: 15.0 / 9998}, 0},
+		{Diagnosis{Steps: 150000, Walks: 1, Surprises: 188.0 / 149999}, (188 - LocaliseSurprises) / 150000.0},
+		{Diagnosis{}, 0},
+	} {
+		if got := c.d.LateSurprises(); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("%+v: LateSurprises %g, want %g", c.d, got, c.want)
+		}
 	}
 }
