@@ -194,26 +194,30 @@ func BenchmarkConfusedEStep(b *testing.B) {
 	}
 }
 
-// BenchmarkGradientChunks: 3 Adam steps of TrainGradient on one 150,000-step walk of
-// the rectangular room (tiled's length), 4 tokens × 70 clones (N = 281, a pass of
-// about 7·10⁸ multiply-adds), reading the whole walk at every step and, as
-// ChunkIfCostly sets it past DefaultChunkAbove, ChunkBatch random chunks of ChunkLen
-// steps. One worker: the numbers are CPU-seconds.
+// BenchmarkGradientChunks: the forward–backward pass of one Adam step of TrainGradient
+// on one 150,000-step walk of the rectangular room (tiled's length), 4 tokens × 70
+// clones (N = 281, a pass of about 7·10⁸ multiply-adds): over the whole walk, and over
+// ChunkBatch random chunks of ChunkLen steps as ChunkIfCostly sets it past
+// DefaultChunkAbove. One worker: the numbers are CPU-seconds. (A chunked training also
+// scores all of the walk with a forward pass every chunkKeepEvery steps.)
 func BenchmarkGradientChunks(b *testing.B) {
 	_, seqs := walkData(98, cscgRectangular, 1, 150000)
-	m0 := New(UniformClones(4, 70), 4, rand.New(rand.NewPCG(98, 2)))
-	full := GradConfig{Iters: 3, Seed: 1, Workers: 1}
-	chunked := full.ChunkIfCostly(m0, seqs, DefaultChunkAbove)
-	if chunked.ChunkLen == 0 {
-		b.Fatalf("pass cost %g: not chunked", PassCost(m0, seqs))
+	m := New(UniformClones(4, 70), 4, rand.New(rand.NewPCG(98, 2)))
+	cfg := GradConfig{}.ChunkIfCostly(m, seqs, DefaultChunkAbove)
+	if cfg.ChunkLen == 0 {
+		b.Fatalf("pass cost %g: not chunked", PassCost(m, seqs))
 	}
+	chunks := make([]Sequence, cfg.Batch)
+	newChunkSampler(seqs, cfg.ChunkLen, 1).sample(chunks)
+	p := newParams(m)
 	for _, c := range []struct {
 		name string
-		cfg  GradConfig
-	}{{"whole walk", full}, {"chunks", chunked}} {
+		seqs []Sequence
+	}{{"whole walk", seqs}, {"chunks", chunks}} {
+		es := newEstepper(p, 1, len(c.seqs))
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := TrainGradient(m0.Clone(), seqs, c.cfg); err != nil {
+				if _, err := es.run(p, c.seqs); err != nil {
 					b.Fatal(err)
 				}
 			}
