@@ -218,7 +218,7 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 // TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
 // unless --clones or --clones-for sets it, which then stays as given; --grow always wins.
 func TestSymbolicGrowDefault(t *testing.T) {
-	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
+	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
 	for _, c := range []struct {
 		name   string
 		change func(o *symbolicOptions)
@@ -245,7 +245,7 @@ func TestSymbolicGrowDefault(t *testing.T) {
 // TestSymbolicViterbiIters: --viterbi-iters sets EM's hard iterations (default 100),
 // and a value outside its range is one clean error.
 func TestSymbolicViterbiIters(t *testing.T) {
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.ViterbiIters != 100 {
 		t.Fatalf("default: ViterbiIters %d, err %v", s.ViterbiIters, err)
@@ -262,10 +262,11 @@ func TestSymbolicViterbiIters(t *testing.T) {
 }
 
 // TestSymbolicChunkAbove: --chunk-above sets when the gradient trainer reads random
-// chunks (default chmm.DefaultChunkAbove, 0 never), and a value out of range is
-// one clean error.
+// chunks (default chmm.DefaultChunkAbove, 0 never) and --fold-alike its folding of
+// alike clones (default DefaultFoldAlike for the gradient trainer, none for EM); a
+// value out of range is one clean error.
 func TestSymbolicChunkAbove(t *testing.T) {
-	o := symbolicOptions{env: "tiled", trainer: "gradient", seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1}
+	o := symbolicOptions{env: "tiled", trainer: "gradient", seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
 		t.Fatalf("default: ChunkAbove %g, err %v", s.ChunkAbove, err)
@@ -274,11 +275,27 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	if s, _, err = symbolicConfig(o); err != nil || s.ChunkAbove != 0 {
 		t.Fatalf("--chunk-above 0: ChunkAbove %g, err %v", s.ChunkAbove, err)
 	}
+	if s.FoldAlike != experiment.DefaultFoldAlike {
+		t.Errorf("gradient default: FoldAlike %g, want %g", s.FoldAlike, experiment.DefaultFoldAlike)
+	}
+	o.foldAlike = 0
+	if s, _, err = symbolicConfig(o); err != nil || s.FoldAlike != 0 {
+		t.Fatalf("--fold-alike 0: FoldAlike %g, err %v", s.FoldAlike, err)
+	}
+	o.trainer, o.foldAlike = "em", -1
+	if s, _, err = symbolicConfig(o); err != nil || s.FoldAlike != 0 {
+		t.Fatalf("EM: FoldAlike %g, err %v, want 0", s.FoldAlike, err)
+	}
 	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--chunk-above", "-3")
 	if code == 0 {
 		t.Fatal("--chunk-above -3 accepted")
 	}
 	oneCleanError(t, errOut, "--chunk-above -3: must be")
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--fold-alike", "1")
+	if code == 0 {
+		t.Fatal("--fold-alike 1 accepted")
+	}
+	oneCleanError(t, errOut, "--fold-alike 1: must be")
 }
 
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit
@@ -286,7 +303,7 @@ func TestSymbolicChunkAbove(t *testing.T) {
 // none when even one would not, and not at all when the memory is unknown.
 func TestGrowRoundsThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1}
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
 	s, env, err := symbolicConfig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +331,7 @@ func TestGrowRoundsThatFit(t *testing.T) {
 // says so and stops splitting there.
 func TestSplitStatesThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1}
 	s, env, err := symbolicConfig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +364,7 @@ func TestSplitStatesThatFit(t *testing.T) {
 // start, by default for both trainers; the flags it replaces or more starts given with
 // it are one clean error.
 func TestSymbolicDoublings(t *testing.T) {
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: 6}
+	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: 6}
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
 		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
@@ -369,7 +386,7 @@ func TestSymbolicDoublings(t *testing.T) {
 		{"--restarts 4", func(o *symbolicOptions) { o.restarts = 4 }, 0, 4, 3},
 	} {
 		for _, tr := range []string{"em", "gradient"} {
-			o := symbolicOptions{env: "aliased", trainer: tr, seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1}
+			o := symbolicOptions{env: "aliased", trainer: tr, seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1}
 			c.set(&o)
 			want := c.restarts
 			if want < 0 {
@@ -395,7 +412,7 @@ func TestSymbolicDoublings(t *testing.T) {
 		}
 		oneCleanError(t, errOut, "--doublings 3:")
 	}
-	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, doublings: -1, tol: 1e-5}
+	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1, tol: 1e-5}
 	if s, _, err := symbolicConfig(o); err != nil || s.Tol != 1e-5 {
 		t.Errorf("--tol 1e-5: Tol %g, err %v", s.Tol, err)
 	}

@@ -173,3 +173,157 @@ func SplitAll(m *Model, noise float64, rng *rand.Rand) (*Model, error) {
 	}
 	return d, nil
 }
+
+// FoldAlike folds, in place, the kept clones that behave alike into one: clones of
+// one token whose moves lead, for every action, to the same classes of alike clones
+// with probabilities within tv in total variation (a partition refined from the
+// tokens until it is stable: approximate bisimulation, over the kept states only).
+// Each class of two or more is folded into its most visited member: every row (and
+// π) moves the others' probability onto it, its outgoing rows become the members'
+// visit-weighted mean, and keep drops the others. Where the members' rows agree
+// exactly the model gives every sequence the same probability. It returns the number
+// of clones folded away. visits are per state, as for KeepVisited.
+//
+// A map trained by gradient holds many places twice: after a split both copies of a
+// clone that needed no split keep their share of its visits, and nothing in the
+// likelihood tells them apart (tiled, after six splits: 311 clones kept, 213 classes).
+func FoldAlike[V int | float64](m *Model, keep []bool, visits []V, tv float64) int {
+	n, tokens := m.N(), m.StateTokens()
+	trans := m.Transitions()
+	cls := make([]int, n) // class of each kept real state, -1 otherwise
+	for s, k := range tokens {
+		cls[s] = -1
+		if k >= 0 && keep[s] {
+			cls[s] = k
+		}
+	}
+	ncls := m.K()
+	for {
+		// sig[s]: for each action, the distribution of s's next state over the classes.
+		sig := make([][]float64, n)
+		for s := range n {
+			if cls[s] < 0 {
+				continue
+			}
+			v := make([]float64, m.NumActions*ncls)
+			for a := range m.NumActions {
+				row := trans[(a*n+s)*n : (a*n+s+1)*n]
+				var tot float64
+				for j, t := range row {
+					if cls[j] >= 0 {
+						v[a*ncls+cls[j]] += t
+						tot += t
+					}
+				}
+				if tot > 0 {
+					for c := range ncls {
+						v[a*ncls+c] /= tot
+					}
+				}
+			}
+			sig[s] = v
+		}
+		alike := func(r, s int) bool {
+			for a := range m.NumActions {
+				var d float64
+				for c := range ncls {
+					d += math.Abs(sig[r][a*ncls+c] - sig[s][a*ncls+c])
+				}
+				if d/2 >= tv {
+					return false
+				}
+			}
+			return true
+		}
+		next := make([]int, n)
+		var reps []int // first state of each new class
+		for s := range n {
+			next[s] = -1
+			if cls[s] < 0 {
+				continue
+			}
+			for c, r := range reps {
+				if cls[r] == cls[s] && alike(r, s) {
+					next[s] = c
+					break
+				}
+			}
+			if next[s] < 0 {
+				next[s] = len(reps)
+				reps = append(reps, s)
+			}
+		}
+		if len(reps) == ncls {
+			break
+		}
+		cls, ncls = next, len(reps)
+	}
+	members := make([][]int, ncls)
+	for s, c := range cls {
+		if c >= 0 {
+			members[c] = append(members[c], s)
+		}
+	}
+	// First every class's representative (its most visited member) gets the members'
+	// visit-weighted mean rows, all from the rows before any fold; then every row and π
+	// move the others' probability onto their representative.
+	reps := make([]int, ncls)
+	for c, ms := range members {
+		reps[c] = ms[0]
+		var tot float64
+		for _, s := range ms {
+			if visits[s] > visits[reps[c]] {
+				reps[c] = s
+			}
+			tot += float64(visits[s])
+		}
+		if len(ms) < 2 {
+			continue
+		}
+		for a := range m.NumActions {
+			mean := make([]float64, n)
+			for _, s := range ms {
+				w := 1 / float64(len(ms))
+				if tot > 0 {
+					w = float64(visits[s]) / tot
+				}
+				for j, t := range trans[(a*n+s)*n : (a*n+s+1)*n] {
+					mean[j] += w * t
+				}
+			}
+			row := m.ThetaLogits[(a*n+reps[c])*n : (a*n+reps[c]+1)*n]
+			for j, p := range mean {
+				row[j] = math.Log(p) // log 0 = -Inf: an exact zero
+			}
+		}
+	}
+	folded := 0
+	for c, ms := range members {
+		rep := reps[c]
+		fold := func(x []float64) {
+			for _, s := range ms {
+				if s != rep {
+					hi, lo := max(x[rep], x[s]), min(x[rep], x[s])
+					if !math.IsInf(hi, -1) {
+						x[rep] = hi + math.Log1p(math.Exp(lo-hi))
+					}
+					x[s] = math.Inf(-1)
+				}
+			}
+		}
+		if len(ms) < 2 {
+			continue
+		}
+		fold(m.PiLogits)
+		for r := 0; r < len(m.ThetaLogits); r += n {
+			fold(m.ThetaLogits[r : r+n])
+		}
+		for _, s := range ms {
+			if s != rep {
+				keep[s] = false
+				folded++
+			}
+		}
+	}
+	return folded
+}

@@ -183,3 +183,158 @@ func TestSplitAll(t *testing.T) {
 		t.Fatalf("noise 0.5 left p = %g unchanged", p0)
 	}
 }
+
+// TestFoldAlike: the ring of TestSurprisesExact held twice (every place by two clones,
+// each row sending a random share to either copy of the next place, the two copies'
+// rows alike) folds to one clone per place, with the same likelihood; the true ring,
+// whose two clones of token 0 lead to different tokens, folds nothing; and a clone
+// whose rows differ by more than tv from its twin's is kept apart.
+func TestFoldAlike(t *testing.T) {
+	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
+	const P = 8
+	rng := rand.New(rand.NewPCG(5, 8))
+	walk := Sequence{Obs: make([]int, 3000), Actions: make([]int, 2999)}
+	at := 0
+	for t := range walk.Obs {
+		walk.Obs[t] = ringTok[at]
+		if t < len(walk.Actions) {
+			walk.Actions[t] = rng.IntN(2)
+			at = (at + P + 1 - 2*walk.Actions[t]) % P
+		}
+	}
+	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
+	// twice: place q is states first(token)+2·(its rank among the token's places) and +1.
+	twice := New([]int{4, 2, 2, 2, 2, 2, 2}, 2, nil)
+	n := twice.N()
+	copies := func(q int) [2]int {
+		s := twice.FirstState(ringTok[q])
+		if q == 4 {
+			s += 2
+		}
+		return [2]int{s, s + 1}
+	}
+	for i := range twice.ThetaLogits {
+		twice.ThetaLogits[i] = math.Inf(-1)
+	}
+	for i := range twice.PiLogits {
+		twice.PiLogits[i] = math.Inf(-1)
+	}
+	for a := range 2 {
+		twice.ThetaLogits[(a*n+n-1)*n+n-1] = 0
+		for q := range P {
+			next := copies((q + P + 1 - 2*a) % P)
+			w := 0.1 + 0.8*rng.Float64()
+			for _, s := range copies(q) {
+				twice.ThetaLogits[(a*n+s)*n+next[0]] = math.Log(w)
+				twice.ThetaLogits[(a*n+s)*n+next[1]] = math.Log(1 - w)
+			}
+		}
+	}
+	for q := range P { // π as the true ring's: uniform over the places, split between copies
+		for i, s := range copies(q) {
+			twice.PiLogits[s] = math.Log(float64(1+i) / 3 / P)
+		}
+	}
+	visits, err := ViterbiVisits(twice, []Sequence{walk}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range visits {
+		visits[s]++ // every real clone counts, whichever copy the path prefers
+	}
+	keep := make([]bool, n)
+	for s := range keep {
+		keep[s] = true
+	}
+	before, _ := LogLikelihood(twice, []Sequence{walk})
+	folded := twice.Clone()
+	if got := FoldAlike(folded, keep, visits, 0.05); got != P {
+		t.Errorf("twice: %d clones folded, want %d", got, P)
+	}
+	// Before pruning, every kept clone moves with probability 1 to the kept copy of
+	// the next place: the folded copies' mass is on it, not on a clone folded away.
+	tr := folded.Transitions()
+	for a := range 2 {
+		for q := range P {
+			next := copies((q + P + 1 - 2*a) % P)
+			for _, s := range copies(q) {
+				if !keep[s] {
+					continue
+				}
+				kept := next[0]
+				if !keep[kept] {
+					kept = next[1]
+				}
+				if p := tr[(a*n+s)*n+kept]; math.Abs(p-1) > 1e-12 {
+					t.Errorf("folded: place %d, action %d: %.6f to the next place's kept clone, want 1", q, a, p)
+				}
+			}
+		}
+	}
+	pruned, _, err := Prune(folded, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := LogLikelihood(pruned, []Sequence{walk})
+	if !slices.Equal(pruned.Clones, []int{2, 1, 1, 1, 1, 1, 1}) || math.Abs(after-before) > 1e-9*math.Abs(before) {
+		t.Errorf("twice folded: clones %v, ℓ %.12g (before %.12g)", pruned.Clones, after, before)
+	}
+	all := []bool{true, true, true, true, true, true, true, true, true}
+	if got := FoldAlike(truth.Clone(), all, make([]int, truth.N()), 0.05); got != 0 {
+		t.Errorf("true ring: %d clones folded, want 0", got)
+	}
+	// One copy of place 1 (token 1) moving back to place 0 with 0.5 instead of 1:
+	// its twin is no longer alike, and neither are the copies of place 0 that lead to
+	// them; the rest fold.
+	apart := twice.Clone()
+	s := copies(1)[1]
+	for j := range n {
+		apart.ThetaLogits[(1*n+s)*n+j] = math.Inf(-1)
+	}
+	apart.ThetaLogits[(1*n+s)*n+copies(0)[0]] = math.Log(0.5)
+	apart.ThetaLogits[(1*n+s)*n+copies(2)[0]] = math.Log(0.5)
+	keep2 := slices.Clone(all[:0])
+	for range n {
+		keep2 = append(keep2, true)
+	}
+	got := FoldAlike(apart, keep2, visits, 0.05)
+	if got >= P || keep2[s] != true || keep2[copies(1)[0]] != true {
+		t.Errorf("apart: %d folded, kept %v", got, keep2)
+	}
+}
+
+// TestFoldAlikeMean: two clones of token 0 whose rows differ by 0.02 (within tv) fold
+// into the more visited one, whose row becomes the visits-weighted mean, with the
+// folded clone's column moved onto it.
+func TestFoldAlikeMean(t *testing.T) {
+	model := func() *Model {
+		m := New([]int{2, 1}, 1, nil) // states 0, 1 (token 0), 2 (token 1), sink 3
+		rows := [][]float64{{0.06, 0.04, 0.9, 0}, {0.05, 0.03, 0.92, 0}, {0.5, 0.5, 0, 0}, {0, 0, 0, 1}}
+		for i, row := range rows {
+			for j, p := range row {
+				m.ThetaLogits[i*4+j] = math.Log(p)
+			}
+		}
+		return m
+	}
+	m := model()
+	n := m.N()
+	keep := []bool{true, true, true, true}
+	if got := FoldAlike(m, keep, []int{1, 3, 4, 0}, 0.05); got != 1 || keep[0] || !keep[1] {
+		t.Fatalf("%d folded, keep %v; want clone 0 folded into clone 1", got, keep)
+	}
+	tr := m.Transitions()
+	want := []float64{0, 0.25*(0.06+0.04) + 0.75*(0.05+0.03), 0.25*0.9 + 0.75*0.92, 0}
+	for j, w := range want {
+		if math.Abs(tr[1*n+j]-w) > 1e-12 {
+			t.Errorf("row of clone 1: %v, want %v", tr[n:2*n], want)
+			break
+		}
+	}
+	if p := tr[2*n+1]; math.Abs(p-1) > 1e-12 { // token 1's row: both halves onto clone 1
+		t.Errorf("token 1 to clone 1: %v, want 1", p)
+	}
+	if got := FoldAlike(model(), []bool{true, true, true, true}, []int{1, 3, 4, 0}, 0.01); got != 0 {
+		t.Errorf("tv 0.01: %d folded, want 0 (the rows are 0.02 apart)", got)
+	}
+}

@@ -39,8 +39,10 @@ type Training struct {
 	// (pipeline.Config.FinalGrow).
 	GrowRounds int `json:"grow_rounds,omitempty"`
 	// Doublings is how many times a symbolic budget grown by splitting was split,
-	// from one clone per token (experiment.Symbolic.Doublings).
+	// from one clone per token (experiment.Symbolic.Doublings); Folded counts the
+	// clones folded into alike ones before the splits (experiment.Symbolic.FoldAlike).
 	Doublings int `json:"doublings,omitempty"`
+	Folded    int `json:"folded,omitempty"`
 	// GrowChecks are a pixel run's checks of a finalisation budget that bound
 	// (pipeline.Config.FinalGrow), in order.
 	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
@@ -306,7 +308,11 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 		runs = append(runs, fmt.Sprintf("budget doubled %d time(s) for tokens that used every clone", t.GrowRounds))
 	}
 	if t.Doublings > 0 {
-		runs = append(runs, fmt.Sprintf("budget grown from one clone per token by %d split(s)", t.Doublings))
+		grown := fmt.Sprintf("budget grown from one clone per token by %d split(s)", t.Doublings)
+		if t.Folded > 0 {
+			grown += fmt.Sprintf(", %d alike clones folded before them", t.Folded)
+		}
+		runs = append(runs, grown)
 	}
 	if len(t.HeldOutBits) > 0 {
 		b := make([]string, len(t.HeldOutBits))

@@ -3,7 +3,9 @@ package experiment
 import (
 	"errors"
 	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -516,6 +518,80 @@ func TestTrainSymbolicChunks(t *testing.T) {
 		s.ChunkAbove = bad
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "chunk_above=") {
 			t.Errorf("chunk_above %g: Validate = %v", bad, err)
+		}
+	}
+}
+
+// TestRunSymbolicFoldAlike: a gradient budget grown by splitting folds alike clones
+// before each split (room, one 5,000-step walk, 400 iterations per training: one fold
+// before the second split), counts them in its record and its progress lines, and with
+// FoldAlike 0 folds none.
+func TestRunSymbolicFoldAlike(t *testing.T) {
+	env, err := gridworld.Named("room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, TrainerGradient)
+	if err != nil || s.FoldAlike != DefaultFoldAlike {
+		t.Fatalf("DefaultSymbolic: FoldAlike %g, want %g (%v)", s.FoldAlike, DefaultFoldAlike, err)
+	}
+	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 5000, 1000, 2, 400
+	var progress strings.Builder
+	for _, c := range []struct {
+		tv   float64
+		fold bool
+	}{{DefaultFoldAlike, true}, {0, false}} {
+		s.FoldAlike = c.tv
+		progress.Reset()
+		run, err := RunSymbolic(s, nil, &progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := run.Report.Training
+		said := 0
+		for _, m := range regexp.MustCompile(`\((\d+) alike clones folded into others\)`).FindAllStringSubmatch(progress.String(), -1) {
+			n, _ := strconv.Atoi(m[1])
+			said += n
+		}
+		if (rec.Folded > 0) != c.fold || said != rec.Folded {
+			t.Errorf("fold_alike %g: %d folded in the record, %d in the progress lines", c.tv, rec.Folded, said)
+		}
+	}
+	s.FoldAlike = 1
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "fold_alike=") {
+		t.Errorf("fold_alike 1: Validate = %v", err)
+	}
+}
+
+// TestSplitStop: a budget grown by splitting stops when the map fits its walks, after
+// EM's hard phase fits them, at the last split or at the state bound; a gradient map
+// that fits but is surprised all along its walks (tiled seed 2, F1 0.957: 0.137% of its
+// steps) is split on, and an EM map is not held to that.
+func TestSplitStop(t *testing.T) {
+	_, s := aliasedSymbolic(t, TrainerGradient)
+	s.Doublings, s.MaxStates = 8, 100
+	merged := &chmm.Diagnosis{TrainBits: 0.0043, Steps: 150000, Walks: 1, Surprises: 0.00137}
+	for _, c := range []struct {
+		name        string
+		trainer     string
+		d           *chmm.Diagnosis
+		hard        float64
+		round, kept int
+		want        string
+		merged      bool
+	}{
+		{"fits", TrainerGradient, &chmm.Diagnosis{TrainBits: 0.001, Steps: 150000, Walks: 1}, math.NaN(), 3, 40, "fits", false},
+		{"fits but merged", TrainerGradient, merged, math.NaN(), 3, 40, "", true},
+		{"merged, last split", TrainerGradient, merged, math.NaN(), 8, 40, "8 split(s) done", true},
+		{"EM fits, surprised", TrainerEM, merged, math.NaN(), 3, 40, "fits", false},
+		{"EM after its hard phase", TrainerEM, &chmm.Diagnosis{TrainBits: 0.01}, 0.001, 3, 40, "after its hard phase", false},
+		{"state bound", TrainerGradient, &chmm.Diagnosis{TrainBits: 0.03}, math.NaN(), 3, 50, "would pass 100 states", false},
+		{"split on", TrainerGradient, &chmm.Diagnosis{TrainBits: 0.03}, math.NaN(), 3, 40, "", false},
+	} {
+		s.Trainer = c.trainer
+		why, merged := s.splitStop(c.d, c.hard, c.round, c.kept)
+		if merged != c.merged || (c.want == "") != (why == "") || !strings.Contains(why, c.want) {
+			t.Errorf("%s: why %q, merged %v; want %q, %v", c.name, why, merged, c.want, c.merged)
 		}
 	}
 }

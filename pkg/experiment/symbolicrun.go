@@ -76,6 +76,11 @@ type Symbolic struct {
 	// MaxStates bounds the states of a budget grown by splitting: the visited clones
 	// are not split when that would pass it (0: MaxDoublingStates, also the most).
 	MaxStates int `json:"max_states,omitempty"`
+	// FoldAlike > 0 folds, before each split of a budget grown by splitting, the kept
+	// clones that behave alike (chmm.FoldAlike with this total-variation bound) into
+	// one, so that only places still merged are split again. 0: none. DefaultSymbolic:
+	// DefaultFoldAlike for the gradient trainer, 0 for EM.
+	FoldAlike float64 `json:"fold_alike,omitempty"`
 	// ChunkAbove makes a gradient training read random chunks of walks of at least
 	// chmm.ChunkMinSteps steps when one pass over them would cost more than this many
 	// multiply-adds (chmm.GradConfig.ChunkIfCostly; 0: the whole walks at every
@@ -97,6 +102,14 @@ const DoublingIters = 300
 // plateaus: with 1e-5 there, two_rooms seed 5 split less, fitted later and grew 321
 // states instead of 93.
 const DoublingStopTol = 1e-5
+
+// DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer. After a
+// split both copies of a clone that needed none keep their share of its visits, and
+// nothing in the likelihood draws them apart, so the map holds such places twice and
+// the next split doubles them again (tiled, after six splits: 311 clones kept, in 213
+// classes of alike clones). The bound hardly matters there: 0.02 to 0.2 gave 215 to
+// 210 classes. EM's maps are not folded: EM lets one copy of a place take it over.
+const DefaultFoldAlike = 0.05
 
 // MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
 // 6 GB of training memory on 150,000 steps.
@@ -136,6 +149,9 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
 		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings,
 		ChunkAbove: chmm.DefaultChunkAbove}
+	if trainer == TrainerGradient {
+		s.FoldAlike = DefaultFoldAlike
+	}
 	return s, nil
 }
 
@@ -246,6 +262,7 @@ func (s Symbolic) Validate() error {
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
 	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
+	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
 		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)
@@ -411,6 +428,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		}
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
+	foldedAll := 0
 	var h *chmm.History
 	all, t0 := &chmm.History{}, time.Now()
 	for round := 0; ; round++ {
@@ -441,6 +459,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			minShare = chmm.UsedShare
 		}
 		keep, kept := chmm.KeepVisited(m, d.Visits, minShare)
+		// Alike clones are folded on a copy: the map returned, if this is the last
+		// round, is the trained one.
+		folded, nFolded := m, 0
+		if s.FoldAlike > 0 {
+			folded = m.Clone()
+			nFolded = chmm.FoldAlike(folded, keep, d.Visits, s.FoldAlike)
+			kept -= nFolded
+		}
 		// EM's hard phase, run on a copy after every training: the last training's
 		// hard phase, and a probe: a right map of a few hundred states keeps more than
 		// FitBits from the pseudocount, and its hard phase tells it.
@@ -462,17 +488,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				hardBits = hd.TrainBits
 			}
 		}
-		why := ""
-		switch {
-		case d.TrainBits <= FitBits:
-			why = "the map fits its training walks"
-		case hardBits <= FitBits:
-			why = fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
-		case round == s.Doublings:
-			why = fmt.Sprintf("%d split(s) done", round)
-		case 2*kept+1 > s.maxStates():
-			why = fmt.Sprintf("splitting would pass %d states", s.maxStates())
-		}
+		why, merged := s.splitStop(d, hardBits, round, kept)
 		if why != "" {
 			if progressOut != nil {
 				fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks, %d of %d clones used: %s\n",
@@ -483,13 +499,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				appendHistory(all, hh, hAt)
 			}
 			rec := SymbolicTraining(m, train, 1, h)
-			rec.Doublings = round
+			rec.Doublings, rec.Folded = round, foldedAll
 			if hh != nil {
 				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: hh.Stop})
 			}
 			return m, all, rec, nil
 		}
-		if m, _, err = chmm.Prune(m, keep); err != nil {
+		foldedAll += nFolded
+		if m, _, err = chmm.Prune(folded, keep); err != nil {
 			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
@@ -500,10 +517,37 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if !math.IsNaN(hardBits) {
 				probe = fmt.Sprintf(" (%.4f after a hard phase)", hardBits)
 			}
-			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit split in two\n",
-				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept)
+			alike := ""
+			if nFolded > 0 {
+				alike = fmt.Sprintf(" (%d alike clones folded into others)", nFolded)
+			}
+			if merged {
+				probe = fmt.Sprintf(" (fits, but %.3f%% of its steps surprise it beyond localising)", 100*d.LateSurprises())
+			}
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit%s split in two\n",
+				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike)
 		}
 	}
+}
+
+// splitStop says why a budget grown by splitting stops after round (kept clones would
+// be split; hardBits is the training walks' cost after EM's hard phase on a copy, NaN
+// when none ran), or "" to split on; merged says that a gradient map fits its walks
+// but is surprised all along them (chmm.Diagnosis.LateSurprises above
+// chmm.ExactSurprises): it still merges places and is split on.
+func (s Symbolic) splitStop(d *chmm.Diagnosis, hardBits float64, round, kept int) (why string, merged bool) {
+	merged = s.Trainer == TrainerGradient && d.TrainBits <= FitBits && d.LateSurprises() > chmm.ExactSurprises
+	switch {
+	case d.TrainBits <= FitBits && !merged:
+		why = "the map fits its training walks"
+	case hardBits <= FitBits:
+		why = fmt.Sprintf("after its hard phase (%.4f bits/step) the map fits its training walks", hardBits)
+	case round == s.Doublings:
+		why = fmt.Sprintf("%d split(s) done", round)
+	case 2*kept+1 > s.maxStates():
+		why = fmt.Sprintf("splitting would pass %d states", s.maxStates())
+	}
+	return why, merged
 }
 
 // maxStates is s.MaxStates, or MaxDoublingStates.
