@@ -73,14 +73,16 @@ reproduce-cscg: build
 	$(BIN) reproduce --suite cscg --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite cscg --seeds 10 --collect --out results
 
-# Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seed 1,
-# each budget grown by splitting (hours on 2 cores; the gradient trainer stalls on tiled at 0.005 bits
-# per step, README "Bigger worlds"); writes results/bigger.md with the label-free verdict of each row. The same suite's
+# Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seeds 1-3,
+# each budget grown by splitting (hours on 2 cores: the gradient trainer reads its long walks in random
+# chunks and folds alike clones, README "Bigger worlds"); writes results/bigger.md with the label-free
+# verdict of each row. The same suite's
 # EM with the reference budgets, one start each, seed 1:
 # reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
 reproduce-bigger: build
 	$(BIN) reproduce --suite bigger --trainers em --seeds 3 --out results
-	$(BIN) reproduce --suite bigger --trainers gradient --seeds 1 --out results
+	$(BIN) reproduce --suite bigger --trainers gradient --seeds 3 --out results
+	$(BIN) reproduce --suite bigger --seeds 3 --collect --out results
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
 # seeds 1-3, token quality on held-out test images and learning curves; writes results/vqvae.md
