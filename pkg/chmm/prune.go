@@ -299,31 +299,31 @@ func FoldAlike[V int | float64](m *Model, keep []bool, visits []V, tv float64) i
 	}
 	folded := 0
 	for c, ms := range members {
-		rep := reps[c]
-		fold := func(x []float64) {
-			for _, s := range ms {
-				if s != rep {
-					hi, lo := max(x[rep], x[s]), min(x[rep], x[s])
-					if !math.IsInf(hi, -1) {
-						x[rep] = hi + math.Log1p(math.Exp(lo-hi))
-					}
-					x[s] = math.Inf(-1)
-				}
-			}
-		}
-		if len(ms) < 2 {
-			continue
-		}
-		fold(m.PiLogits)
-		for r := 0; r < len(m.ThetaLogits); r += n {
-			fold(m.ThetaLogits[r : r+n])
-		}
 		for _, s := range ms {
-			if s != rep {
+			if s != reps[c] {
+				foldInto(m, reps[c], s)
 				keep[s] = false
 				folded++
 			}
 		}
 	}
 	return folded
+}
+
+// foldInto moves, in every row of m and in π, the probability of going to state
+// from onto state into (log-space: the two logits' log-sum-exp), leaving from
+// unreachable. Rows out of from are left as they are.
+func foldInto(m *Model, into, from int) {
+	n := m.N()
+	fold := func(x []float64) {
+		hi, lo := max(x[into], x[from]), min(x[into], x[from])
+		if !math.IsInf(hi, -1) {
+			x[into] = hi + math.Log1p(math.Exp(lo-hi))
+		}
+		x[from] = math.Inf(-1)
+	}
+	fold(m.PiLogits)
+	for r := 0; r < len(m.ThetaLogits); r += n {
+		fold(m.ThetaLogits[r : r+n])
+	}
 }

@@ -625,17 +625,7 @@ func freeDuplicate(m *Model, p *params, k, i int, used []bool) int {
 			if !alike {
 				continue
 			}
-			fold := func(x []float64) {
-				hi, lo := max(x[c1], x[c2]), min(x[c1], x[c2])
-				if !math.IsInf(hi, -1) {
-					x[c1] = hi + math.Log1p(math.Exp(lo-hi))
-				}
-				x[c2] = math.Inf(-1)
-			}
-			fold(m.PiLogits)
-			for r := 0; r < len(m.ThetaLogits); r += n {
-				fold(m.ThetaLogits[r : r+n])
-			}
+			foldInto(m, c1, c2)
 			return c2
 		}
 	}
