@@ -215,10 +215,18 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 	}
 }
 
+// symbolicDefaults are the options the symbolic command's flags give when only --env
+// and --trainer are set (seed 1): every -1 is a flag's "the default".
+func symbolicDefaults(env, trainer string) symbolicOptions {
+	return symbolicOptions{env: env, trainer: trainer, seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1,
+		viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+}
+
 // TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
 // unless --clones or --clones-for sets it, which then stays as given; --grow always wins.
 func TestSymbolicGrowDefault(t *testing.T) {
-	base := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+	base := symbolicDefaults("aliased", "em")
+	base.doublings = 0
 	for _, c := range []struct {
 		name   string
 		change func(o *symbolicOptions)
@@ -245,7 +253,8 @@ func TestSymbolicGrowDefault(t *testing.T) {
 // TestSymbolicViterbiIters: --viterbi-iters sets EM's hard iterations (default 100),
 // and a value outside its range is one clean error.
 func TestSymbolicViterbiIters(t *testing.T) {
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+	o := symbolicDefaults("aliased", "em")
+	o.doublings = 0
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.ViterbiIters != 100 {
 		t.Fatalf("default: ViterbiIters %d, err %v", s.ViterbiIters, err)
@@ -266,7 +275,7 @@ func TestSymbolicViterbiIters(t *testing.T) {
 // alike clones (default DefaultFoldAlike for the gradient trainer, none for EM); a
 // value out of range is one clean error.
 func TestSymbolicChunkAbove(t *testing.T) {
-	o := symbolicOptions{env: "tiled", trainer: "gradient", seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+	o := symbolicDefaults("tiled", "gradient")
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
 		t.Fatalf("default: ChunkAbove %g, err %v", s.ChunkAbove, err)
@@ -303,7 +312,8 @@ func TestSymbolicChunkAbove(t *testing.T) {
 // none when even one would not, and not at all when the memory is unknown.
 func TestGrowRoundsThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+	o := symbolicDefaults("aliased", "em")
+	o.doublings = 0
 	s, env, err := symbolicConfig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +341,7 @@ func TestGrowRoundsThatFit(t *testing.T) {
 // says so and stops splitting there.
 func TestSplitStatesThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1}
+	o := symbolicDefaults("aliased", "em")
 	s, env, err := symbolicConfig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +374,8 @@ func TestSplitStatesThatFit(t *testing.T) {
 // start, by default for both trainers; the flags it replaces or more starts given with
 // it are one clean error.
 func TestSymbolicDoublings(t *testing.T) {
-	o := symbolicOptions{env: "aliased", trainer: "em", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: 6}
+	o := symbolicDefaults("aliased", "em")
+	o.doublings = 6
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
 		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
@@ -386,7 +397,7 @@ func TestSymbolicDoublings(t *testing.T) {
 		{"--restarts 4", func(o *symbolicOptions) { o.restarts = 4 }, 0, 4, 3},
 	} {
 		for _, tr := range []string{"em", "gradient"} {
-			o := symbolicOptions{env: "aliased", trainer: tr, seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1}
+			o := symbolicDefaults("aliased", tr)
 			c.set(&o)
 			want := c.restarts
 			if want < 0 {
@@ -412,7 +423,8 @@ func TestSymbolicDoublings(t *testing.T) {
 		}
 		oneCleanError(t, errOut, "--doublings 3:")
 	}
-	o = symbolicOptions{env: "aliased", trainer: "gradient", seed: 1, init: "uniform", grow: -1, pseudocount: -1, viterbiIters: -1, chunkAbove: -1, foldAlike: -1, doublings: -1, tol: 1e-5}
+	o = symbolicDefaults("aliased", "gradient")
+	o.tol = 1e-5
 	if s, _, err := symbolicConfig(o); err != nil || s.Tol != 1e-5 {
 		t.Errorf("--tol 1e-5: Tol %g, err %v", s.Tol, err)
 	}
