@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -101,6 +102,31 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	}
 	if rep.ViterbiMap.Recall < 0.99 {
 		t.Errorf("small aliased run: Viterbi-map recall %.3f", rep.ViterbiMap.Recall)
+	}
+	// A checkpoint that cannot be read is one clean error, and is left in place; once
+	// a run's report is written its checkpoint is removed.
+	ckpt := filepath.Join(dir, "aliased.ckpt")
+	if err := os.WriteFile(ckpt, []byte("garbled"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000", "--quiet", "--checkpoint", ckpt)
+	if code == 0 {
+		t.Fatal("a garbled checkpoint was accepted")
+	}
+	oneCleanError(t, errOut, "checkpoint "+ckpt+" cannot be read")
+	if err := os.Remove(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	split := filepath.Join(dir, "split.json")
+	if code, _, errOut = run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000", "--quiet",
+		"--iters", "20", "--doublings", "1", "--checkpoint", ckpt, "--json", split); code != 0 {
+		t.Fatalf("with --checkpoint (%d): %s", code, errOut)
+	}
+	if r, err := evaluate.ReadJSON(split); err != nil || r.Training.Doublings != 1 {
+		t.Fatalf("with --checkpoint: %v, want one split (a checkpoint saved)", err)
+	}
+	if _, err := os.Stat(ckpt); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the checkpoint is left after the run: %v", err)
 	}
 	// The label-free verdict is printed and stored: this map is recovered.
 	if d := rep.Diagnosis; d == nil || d.Verdict == nil || !d.Verdict.Resolved || !regexp.MustCompile(`map verdict \(no labels\) +resolved \(`).MatchString(out) {

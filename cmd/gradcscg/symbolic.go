@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -33,6 +35,7 @@ type symbolicOptions struct {
 	tol                  float64
 	chunkAbove           float64
 	foldAlike            float64
+	checkpoint           string
 	restarts             int
 	grow                 int
 	doublings            int
@@ -70,6 +73,7 @@ func runSymbolic(args []string) error {
 	fs.StringVar(&o.jsonPath, "json", "", "write the evaluation report as JSON to this path")
 	fs.StringVar(&o.savePath, "save", "", "write the trained model to this path")
 	fs.StringVar(&o.loadPath, "load", "", "evaluate this saved model instead of training one")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "budget grown by splitting: save the run to this file after every split, and resume from it when it exists (the same command goes on from its last split, to the same map); removed once the report is written")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -100,6 +104,11 @@ func runSymbolic(args []string) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "report written to %s\n", o.jsonPath)
+	}
+	if o.checkpoint != "" {
+		if err := os.Remove(o.checkpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }
@@ -292,6 +301,7 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	if o.foldAlike >= 0 {
 		s.FoldAlike = o.foldAlike
 	}
+	s.Checkpoint = o.checkpoint
 	if o.clonesPerToken != "" {
 		if s.ClonesByClass, err = parseClonesFor(o.clonesPerToken); err != nil {
 			return experiment.Symbolic{}, nil, err

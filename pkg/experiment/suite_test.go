@@ -107,3 +107,32 @@ func TestAblationSuiteCreatesOut(t *testing.T) {
 		t.Errorf("%d aliased rows, want %d:\n%s", n, len(Ablations), table)
 	}
 }
+
+// TestSymbolicSuiteCheckpoint: a suite run finds its seed's checkpoint beside the
+// report (a garbled one is an error naming it, never overwritten), starts over with
+// Force, and leaves none once the report is written.
+func TestSymbolicSuiteCheckpoint(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "symbolic")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "aliased_gradient_seed1.ckpt")
+	if err := os.WriteFile(ckpt, []byte("garbled"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite := SymbolicSuite{Name: "symbolic", Envs: []string{"aliased"}, Trainers: []string{"gradient"}, Seeds: 1, Out: out}
+	if _, _, err := RunSymbolicSuite(suite, nil); err == nil || !strings.Contains(err.Error(), ckpt) {
+		t.Fatalf("garbled checkpoint: %v, want an error naming %s", err, ckpt)
+	}
+	suite.Force = true
+	if _, _, err := RunSymbolicSuite(suite, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evaluate.ReadJSON(filepath.Join(dir, "aliased_gradient_seed1.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ckpt); !os.IsNotExist(err) {
+		t.Errorf("checkpoint left after the report: %v", err)
+	}
+}

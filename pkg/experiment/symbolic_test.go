@@ -3,6 +3,8 @@ package experiment
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -593,5 +595,76 @@ func TestSplitStop(t *testing.T) {
 		if merged != c.merged || (c.want == "") != (why == "") || !strings.Contains(why, c.want) {
 			t.Errorf("%s: why %q, merged %v; want %q, %v", c.name, why, merged, c.want, c.merged)
 		}
+	}
+}
+
+// TestDoublingCheckpoint: a budget grown by splitting, interrupted after its second
+// split and resumed from its checkpoint, ends with the very map, history and record
+// of the run that was not interrupted; a checkpoint of another experiment, or one
+// that cannot be read, is an error naming the file.
+func TestDoublingCheckpoint(t *testing.T) {
+	env, err := gridworld.Named("room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSymbolic(env, TrainerGradient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 2500, 1000, 3, 60
+	dir := t.TempDir()
+	s.Checkpoint = filepath.Join(dir, "whole.ckpt")
+	whole, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d splits, clones %v, F1 %.3f", whole.Report.Training.Doublings, whole.Report.Training.Clones, whole.Report.ViterbiMap.F1)
+	if whole.Report.Training.Doublings < 3 {
+		t.Fatalf("%d splits: too few to interrupt after the second", whole.Report.Training.Doublings)
+	}
+	s.Checkpoint = filepath.Join(dir, "cut.ckpt")
+	stop := errors.New("interrupted")
+	checkpointHook = func(round int) error {
+		if round == 2 {
+			return stop
+		}
+		return nil
+	}
+	_, err = RunSymbolic(s, nil, nil)
+	checkpointHook = nil
+	if !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	var progress strings.Builder
+	resumed, err := RunSymbolic(s, nil, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), "resuming from "+s.Checkpoint+": budget round 2") {
+		t.Errorf("progress does not say it resumed:\n%.300s", progress.String())
+	}
+	a, b := whole.Model, resumed.Model
+	if !slices.Equal(a.Clones, b.Clones) || !slices.Equal(a.PiLogits, b.PiLogits) || !slices.Equal(a.ThetaLogits, b.ThetaLogits) {
+		t.Errorf("resumed map differs: clones %v, want %v", b.Clones, a.Clones)
+	}
+	if !slices.Equal(whole.History.LogLik, resumed.History.LogLik) || !slices.Equal(whole.History.Phase, resumed.History.Phase) {
+		t.Errorf("resumed history: %d entries, want %d", len(resumed.History.LogLik), len(whole.History.LogLik))
+	}
+	ra, rb := whole.Report.Training, resumed.Report.Training
+	if ra.Doublings != rb.Doublings || ra.Folded != rb.Folded || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
+		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
+	}
+
+	other := s
+	other.Seed = 2
+	if _, err := RunSymbolic(other, nil, nil); err == nil || !strings.Contains(err.Error(), s.Checkpoint) ||
+		!strings.Contains(err.Error(), "another experiment") {
+		t.Errorf("another seed on the checkpoint: %v", err)
+	}
+	if err := os.WriteFile(s.Checkpoint, []byte("not a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunSymbolic(s, nil, nil); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("a garbled checkpoint: %v", err)
 	}
 }

@@ -86,6 +86,12 @@ type Symbolic struct {
 	// multiply-adds (chmm.GradConfig.ChunkIfCostly; 0: the whole walks at every
 	// iteration). DefaultSymbolic: chmm.DefaultChunkAbove.
 	ChunkAbove float64 `json:"chunk_above,omitempty"`
+
+	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
+	// after every split, and from which a run of the same experiment resumes: an
+	// interrupted run goes on from its last split, to the same map. The caller removes
+	// it once the results are saved. Not part of the experiment.
+	Checkpoint string `json:"-"`
 }
 
 // DoublingIters is the soft EM iterations per training when the budget grows by
@@ -342,9 +348,12 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 		}
 		run.Model, record = m, SymbolicTraining(m, train, 0, nil)
 	} else if s.Doublings > 0 {
-		if run.Model, run.History, record, err = trainByDoubling(s, env, len(tokens.Classes), train, progressOut); err != nil {
+		var before float64
+		if run.Model, run.History, record, before, err = trainByDoubling(s, env, len(tokens.Classes), train, progressOut); err != nil {
 			return nil, err
 		}
+		shift := -time.Duration(before * float64(time.Second)) // the seconds count those before a resume
+		t0, tTrain = t0.Add(shift), tTrain.Add(shift)
 	} else {
 		clones := s.Clones(tokens)
 		t := s.Training()
@@ -409,13 +418,37 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 
 // trainByDoubling trains s's map with a budget that grows by splitting
 // (Symbolic.Doublings) and returns it, the history of every training and of the hard
-// phase kept, one after another on one clock, and the record (of the last training).
-func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm.Sequence, progressOut io.Writer) (*chmm.Model, *chmm.History, *evaluate.Training, error) {
+// phase kept, one after another on one clock, the record (of the last training) and
+// the seconds trained before a resume from s.Checkpoint (0 if none).
+func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm.Sequence, progressOut io.Writer) (*chmm.Model, *chmm.History, *evaluate.Training, float64, error) {
 	ones := make([]int, numTokens)
 	for k := range ones {
 		ones[k] = 1
 	}
 	m := SymbolicInit(ones, env.NumActions(), s.Seed, s.Init)
+	src := rand.NewPCG(s.Seed, 99)
+	rng := rand.New(src)
+	foldedAll, first := 0, 0
+	var h *chmm.History
+	all, t0 := &chmm.History{}, time.Now()
+	if s.Checkpoint != "" {
+		c, err := loadCheckpoint(s.Checkpoint, s)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		if c != nil {
+			if err := src.UnmarshalBinary(c.SplitRNG); err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("checkpoint %s: %w", s.Checkpoint, err)
+			}
+			m, all, foldedAll, first = c.Model, c.History, c.Folded, c.Round
+			t0 = t0.Add(-time.Duration(c.Elapsed * float64(time.Second)))
+			if progressOut != nil {
+				fmt.Fprintf(progressOut, "resuming from %s: budget round %d, %d states, %.0f s trained before\n",
+					s.Checkpoint, c.Round, m.N(), c.Elapsed)
+			}
+		}
+	}
+	before := time.Since(t0).Seconds()
 	t := s.Training()
 	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
 	if s.Trainer == TrainerGradient && s.Tol == 0 {
@@ -427,11 +460,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			t.Iters = DoublingIters
 		}
 	}
-	rng := rand.New(rand.NewPCG(s.Seed, 99))
-	foldedAll := 0
-	var h *chmm.History
-	all, t0 := &chmm.History{}, time.Now()
-	for round := 0; ; round++ {
+	for round := first; ; round++ {
 		at := time.Since(t0).Seconds()
 		if progressOut != nil {
 			chunks := ""
@@ -443,12 +472,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		}
 		var err error
 		if m, h, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 		appendHistory(all, h, at)
 		d, err := chmm.Diagnose(m, train, nil, 0)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
 		// The clones the training walks' Viterbi paths visit are kept and split: by
 		// EM, any visit; by the gradient trainer, whose softmax maps lend a few visits
@@ -478,12 +507,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			th := t
 			th.Iters, th.ViterbiIters = -1, s.ViterbiIters
 			if hm, hh, _, err = TrainSymbolic(m.Clone(), train, th, progressOut); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, 0, err
 			}
 			if d.TrainBits > FitBits {
 				hd, err := chmm.Diagnose(hm, train, nil, 0)
 				if err != nil {
-					return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+					return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 				}
 				hardBits = hd.TrainBits
 			}
@@ -503,14 +532,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if hh != nil {
 				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: hh.Stop})
 			}
-			return m, all, rec, nil
+			return m, all, rec, before, nil
 		}
 		foldedAll += nFolded
 		if m, _, err = chmm.Prune(folded, keep); err != nil {
-			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
-			return nil, nil, nil, fmt.Errorf("sizing the budget: %w", err)
+			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if progressOut != nil {
 			probe := ""
@@ -527,8 +556,24 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit%s split in two\n",
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike)
 		}
+		if s.Checkpoint != "" {
+			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src)
+			if err == nil {
+				err = saveCheckpoint(s.Checkpoint, c)
+			}
+			if err == nil && checkpointHook != nil {
+				err = checkpointHook(round + 1)
+			}
+			if err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("checkpoint after split %d: %w", round+1, err)
+			}
+		}
 	}
 }
+
+// checkpointHook, if set (tests), runs after each checkpoint is saved; an error
+// stops the run there, as an interruption would.
+var checkpointHook func(round int) error
 
 // splitStop says why a budget grown by splitting stops after round (kept clones would
 // be split; hardBits is the training walks' cost after EM's hard phase on a copy, NaN

@@ -29,8 +29,9 @@ var SymbolicSuites = map[string][]string{
 // SymbolicSuite is a grid of symbolic experiments (RunSymbolic with each environment's
 // defaults): Envs × Trainers × seeds 1..Seeds, one JSON report per run in
 // Out/<Name>/<env>_<trainer>_seed<N>.json and the table in Out/<Name>.md (or in
-// Tables). A run whose
-// report exists is read, not re-run (unless Force).
+// Tables). A run whose report exists is read, not re-run (unless Force); a run
+// interrupted goes on from its last split (Symbolic.Checkpoint:
+// <env>_<trainer>_seed<N>.ckpt beside the report, removed once it is written).
 type SymbolicSuite struct {
 	Name     string    // a key of SymbolicSuites
 	Envs     []string  // a subset of the suite's environments (nil: all of them)
@@ -111,10 +112,19 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 					continue
 				}
 				if rep == nil {
-					if rep, err = symbolicSuiteRun(env, tr, seed, restarts, s.Progress); err != nil {
+					ckpt := strings.TrimSuffix(path, ".json") + ".ckpt"
+					if s.Force { // a re-run starts over
+						if err := os.Remove(ckpt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+							return "", "", err
+						}
+					}
+					if rep, err = symbolicSuiteRun(env, tr, seed, restarts, ckpt, s.Progress); err != nil {
 						return "", "", fmt.Errorf("%s seed %d: %w", key, seed, err)
 					}
 					if err := rep.WriteJSON(path); err != nil {
+						return "", "", err
+					}
+					if err := os.Remove(ckpt); err != nil && !errors.Is(err, fs.ErrNotExist) {
 						return "", "", err
 					}
 				}
@@ -142,7 +152,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 
 // symbolicSuiteRun is one run of a symbolic suite: the environment's defaults and the
 // seed; EM with restarts ≥ 1 trains the reference budget from that many starts.
-func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.Writer) (*evaluate.Report, error) {
+func symbolicSuiteRun(envName, trainer string, seed, restarts int, checkpoint string, progress io.Writer) (*evaluate.Report, error) {
 	env, err := gridworld.Named(envName)
 	if err != nil {
 		return nil, err
@@ -151,7 +161,7 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, progress io.W
 	if err != nil {
 		return nil, err
 	}
-	s.Seed, s.Init = uint64(seed), InitUniform
+	s.Seed, s.Init, s.Checkpoint = uint64(seed), InitUniform, checkpoint
 	if restarts > 0 {
 		s = s.FixedBudget(restarts)
 	}

@@ -1,0 +1,89 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+)
+
+// doublingCheckpoint is a budget grown by splitting (trainByDoubling) between two
+// rounds: the split map that Round's training starts from, and everything the rounds
+// before left. Resumed from it, a run gives the map and report it would have given
+// uninterrupted (with as many workers), but for the wall-clock seconds.
+type doublingCheckpoint struct {
+	Version  int
+	Config   []byte // the experiment's JSON (Symbolic, Checkpoint excluded)
+	Round    int
+	Model    *chmm.Model
+	History  *chmm.History // of the rounds before, on one clock
+	Folded   int           // alike clones folded so far
+	Elapsed  float64       // seconds trained before Round
+	SplitRNG []byte        // the splits' random generator (rand.PCG)
+}
+
+const checkpointVersion = 1
+
+// saveCheckpoint writes c to path at once (atomicfile): an interrupted write leaves
+// the previous checkpoint.
+func saveCheckpoint(path string, c *doublingCheckpoint) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		return gob.NewEncoder(w).Encode(c)
+	})
+}
+
+// loadCheckpoint reads the checkpoint at path for s; nil, nil when there is none. A
+// checkpoint of another experiment, or one that cannot be read, is an error naming
+// the file: it is never overwritten silently.
+func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c doublingCheckpoint
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+		return nil, fmt.Errorf("checkpoint %s cannot be read (%v): remove it to start over", path, err)
+	}
+	if c.Version != checkpointVersion {
+		return nil, fmt.Errorf("checkpoint %s has version %d, this build reads %d: remove it to start over", path, c.Version, checkpointVersion)
+	}
+	want, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(c.Config, want) {
+		return nil, fmt.Errorf("checkpoint %s is of another experiment (%s, not %s): remove it or name another", path, c.Config, want)
+	}
+	if c.Model == nil || c.History == nil || c.Round < 1 {
+		return nil, fmt.Errorf("checkpoint %s is incomplete (round %d): remove it to start over", path, c.Round)
+	}
+	if err := c.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// newCheckpoint is the checkpoint before round's training of s from m.
+func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG) (*doublingCheckpoint, error) {
+	cfg, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	state, err := rng.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return &doublingCheckpoint{Version: checkpointVersion, Config: cfg, Round: round, Model: m, History: all,
+		Folded: folded, Elapsed: elapsed, SplitRNG: state}, nil
+}
