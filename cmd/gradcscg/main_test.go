@@ -245,7 +245,7 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 // and --trainer are set (seed 1): every -1 is a flag's "the default".
 func symbolicDefaults(env, trainer string) symbolicOptions {
 	return symbolicOptions{env: env, trainer: trainer, seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1,
-		viterbiIters: -1, chunkAbove: -1, foldAlike: -1}
+		viterbiIters: -1, chunkAbove: -1, foldAlike: -1, dropCost: -1}
 }
 
 // TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
@@ -331,6 +331,19 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		t.Fatal("--fold-alike 1 accepted")
 	}
 	oneCleanError(t, errOut, "--fold-alike 1: must be")
+	o.trainer = "gradient"
+	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != experiment.DefaultDropCost {
+		t.Fatalf("gradient default: DropCost %g, err %v", s.DropCost, err)
+	}
+	o.dropCost = 0
+	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != 0 {
+		t.Fatalf("--drop-cost 0: DropCost %g, err %v", s.DropCost, err)
+	}
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--drop-cost", "-0.5")
+	if code == 0 {
+		t.Fatal("--drop-cost -0.5 accepted")
+	}
+	oneCleanError(t, errOut, "--drop-cost -0.5: must be")
 }
 
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit

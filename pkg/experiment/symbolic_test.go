@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -666,5 +667,61 @@ func TestDoublingCheckpoint(t *testing.T) {
 	}
 	if _, err := RunSymbolic(s, nil, nil); err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Errorf("a garbled checkpoint: %v", err)
+	}
+}
+
+// TestKeepCheaply: on a ring of 8 places where token 0 shows at places 0 and 4 (two
+// clones) plus a spare clone nothing enters, a clone that holds few of its token's
+// visits but is needed (place 4's, with 0.5% of them as counted here) is kept: dropping
+// it at 1% would make the walk impossible, so the share falls to 0.5%, which still
+// drops the spare. With place 4's clone at half the visits, 1% drops the spare alone.
+func TestKeepCheaply(t *testing.T) {
+	const P = 8
+	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
+	stateOf := []int{0, 3, 4, 5, 1, 6, 7, 8} // token 0: states 0, 1 and the spare 2
+	m := chmm.New([]int{3, 1, 1, 1, 1, 1, 1}, 2, nil)
+	n := m.N()
+	for i := range m.ThetaLogits {
+		m.ThetaLogits[i] = math.Inf(-1)
+	}
+	for a := range 2 {
+		m.ThetaLogits[(a*n+n-1)*n+n-1] = 0
+		for q := range P {
+			next := (q + P + 1 - 2*a) % P
+			m.ThetaLogits[(a*n+stateOf[q])*n+stateOf[next]] = 0
+		}
+		copy(m.ThetaLogits[(a*n+2)*n:(a*n+3)*n], m.ThetaLogits[(a*n+0)*n:(a*n+1)*n]) // the spare leaves as place 0
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	walk := chmm.Sequence{Obs: make([]int, 5000), Actions: make([]int, 4999)}
+	at := 0
+	for i := range walk.Obs {
+		walk.Obs[i] = ringTok[at]
+		if i < len(walk.Actions) {
+			a := rng.IntN(2)
+			walk.Actions[i] = a
+			at = (at + P + 1 - 2*a) % P
+		}
+	}
+	train := []chmm.Sequence{walk}
+	d, err := chmm.Diagnose(m, train, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		place4    int
+		wantShare float64
+	}{{5, chmm.UsedShare / 2}, {500, chmm.UsedShare}} {
+		dd := *d
+		dd.Visits = slices.Clone(d.Visits)
+		dd.Visits[0], dd.Visits[1], dd.Visits[2] = 1000-c.place4-1, c.place4, 1 // token 0: 1000 visits
+		keep, kept, share, err := keepCheaply(m, train, &dd, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if share != c.wantShare || !keep[0] || !keep[1] || keep[2] || kept != n-2 {
+			t.Errorf("place 4's clone at %d of 1000 visits: share %g, keep %v (%d); want %g, all but the spare (%d)",
+				c.place4, share, keep, kept, c.wantShare, n-2)
+		}
 	}
 }
