@@ -592,10 +592,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 // dropping a gradient map's clones, largest first: chmm.UsedShare, then less.
 var DropShares = []float64{chmm.UsedShare, chmm.UsedShare / 2, chmm.UsedShare / 5, chmm.UsedShare / 10, chmm.UsedShare / 20}
 
-// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer. On tiled
-// (seed 3, after 5 splits: 0.0234 bits per step, 372 clones visited) dropping the
-// clones under 1% of their token's visits kept 280 and cost 0.0437 bits per step,
-// which the next training had to win back; under 0.2%, 365 and 0.0236.
+// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer. A token at
+// many places gives each of its clones a small share of its visits: big_room's
+// interior token is at 64 places, 1.6% each, less where a place has two clones. On
+// big_room (seed 1, after 6 splits: 0.0341 bits per step, 174 clones visited)
+// dropping the clones under 1% of their token's visits kept 109 and cost 0.578 bits
+// per step; under 0.2%, 164 and 0.0350. On tiled (16 places per token; seed 3 after
+// 5 splits, 0.0234) 1% kept 280 of 372 and cost 0.0437; 0.2%, 365 and 0.0236. The
+// next training had to win that back, and on big_room did not.
 const DefaultDropCost = 0.05
 
 // keepCheaply returns the clones of m (trained, diagnosed by d on train) to keep
