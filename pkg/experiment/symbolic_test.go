@@ -300,7 +300,14 @@ func TestRunSymbolicImpossibleHeldOut(t *testing.T) {
 // with trainer.
 func aliasedSymbolic(t *testing.T, trainer string) (*gridworld.Env, Symbolic) {
 	t.Helper()
-	env, err := gridworld.Named("aliased")
+	return namedSymbolic(t, "aliased", trainer)
+}
+
+// namedSymbolic returns the built-in environment name and its default symbolic
+// experiment with trainer.
+func namedSymbolic(t *testing.T, name, trainer string) (*gridworld.Env, Symbolic) {
+	t.Helper()
+	env, err := gridworld.Named(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,14 +611,7 @@ func TestSplitStop(t *testing.T) {
 // of the run that was not interrupted; a checkpoint of another experiment, or one
 // that cannot be read, is an error naming the file.
 func TestDoublingCheckpoint(t *testing.T) {
-	env, err := gridworld.Named("room")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := DefaultSymbolic(env, TrainerGradient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := namedSymbolic(t, "room", TrainerGradient)
 	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 2500, 1000, 3, 60
 	dir := t.TempDir()
 	s.Checkpoint = filepath.Join(dir, "whole.ckpt")
