@@ -90,9 +90,9 @@ type Symbolic struct {
 	// DropCost > 0 bounds what dropping the gradient map's rarely visited clones
 	// before a split may cost: the clones under the largest share of their token's
 	// visits in DropShares (chmm.UsedShare first) whose dropping raises the training
-	// walks' bits per step by at most this fraction (and a bit per walk) are dropped. 0: those under
-	// chmm.UsedShare, whatever it costs. DefaultSymbolic: DefaultDropCost for the
-	// gradient trainer.
+	// walks' bits per step by at most this fraction (and a bit per walk) are dropped.
+	// 0: those under chmm.UsedShare, whatever it costs. DefaultSymbolic:
+	// DefaultDropCost for the gradient trainer.
 	DropCost float64 `json:"drop_cost,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
