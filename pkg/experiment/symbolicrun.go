@@ -496,11 +496,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if s.Trainer == TrainerGradient {
 			minShare = chmm.UsedShare
 		}
-		keep, kept := chmm.KeepVisited(m, d.Visits, minShare)
+		var keep []bool
+		var kept int
 		if s.Trainer == TrainerGradient && s.DropCost > 0 {
 			if keep, kept, minShare, err = keepCheaply(m, train, d, s.DropCost); err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 			}
+		} else {
+			keep, kept = chmm.KeepVisited(m, d.Visits, minShare)
 		}
 		// Alike clones are folded on a copy: the map returned, if this is the last
 		// round, is the trained one.
@@ -608,10 +611,7 @@ const DefaultDropCost = 0.05
 // step on train by at most the fraction cost (and one bit per walk, for where walks
 // start), else every visited clone (share 0).
 func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost float64) ([]bool, int, float64, error) {
-	steps := 0
-	for _, q := range train {
-		steps += q.Len()
-	}
+	steps := float64(d.Steps)
 	for _, share := range DropShares {
 		keep, kept := chmm.KeepVisited(m, d.Visits, share)
 		pm, _, err := chmm.Prune(m, keep)
@@ -622,7 +622,7 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost f
 		if err != nil && !errors.Is(err, chmm.ErrZeroProbability) {
 			return nil, 0, 0, err
 		}
-		if err == nil && -ll/float64(steps)/math.Ln2 <= d.TrainBits*(1+cost)+float64(len(train))/float64(steps) {
+		if err == nil && -ll/steps/math.Ln2 <= d.TrainBits*(1+cost)+float64(d.Walks)/steps {
 			return keep, kept, share, nil
 		}
 	}
