@@ -114,6 +114,12 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 		t.Fatal("a garbled checkpoint was accepted")
 	}
 	oneCleanError(t, errOut, "checkpoint "+ckpt+" cannot be read")
+	// A budget that does not grow by splitting has no checkpoint: one error, the file kept.
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--quiet", "--doublings", "0", "--checkpoint", ckpt)
+	if code == 0 {
+		t.Fatal("--checkpoint with --doublings 0 accepted")
+	}
+	oneCleanError(t, errOut, "--checkpoint "+ckpt+": only a budget grown by splitting")
 	if err := os.Remove(ckpt); err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,23 @@ func saveCheckpoint(path string, c *doublingCheckpoint) error {
 // checkpoint of another experiment, or one that cannot be read, is an error naming
 // the file: it is never overwritten silently.
 func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
+	c, err := readCheckpoint(path)
+	if c == nil || err != nil {
+		return nil, err
+	}
+	want, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(c.Config, want) {
+		return nil, fmt.Errorf("checkpoint %s is of another experiment (%s, not %s): remove it or name another", path, c.Config, want)
+	}
+	return c, nil
+}
+
+// readCheckpoint reads the checkpoint at path, of whichever experiment; nil, nil when
+// there is none.
+func readCheckpoint(path string) (*doublingCheckpoint, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -58,13 +75,6 @@ func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
 	if c.Version != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s has version %d, this build reads %d: remove it to start over", path, c.Version, checkpointVersion)
 	}
-	want, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(c.Config, want) {
-		return nil, fmt.Errorf("checkpoint %s is of another experiment (%s, not %s): remove it or name another", path, c.Config, want)
-	}
 	if c.Model == nil || c.History == nil || c.Round < 1 {
 		return nil, fmt.Errorf("checkpoint %s is incomplete (round %d): remove it to start over", path, c.Round)
 	}
@@ -72,6 +82,15 @@ func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// RemoveCheckpoint removes the checkpoint at path (Symbolic.Checkpoint) once the
+// run's results are saved; none there is no error.
+func RemoveCheckpoint(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // newCheckpoint is the checkpoint before round's training of s from m.

@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"bytes"
-	"encoding/gob"
 	"encoding/json"
 	"os"
 	"slices"
@@ -24,13 +22,9 @@ func TestDropCostProbe(t *testing.T) {
 	if path == "" {
 		t.Skip("set DROP_PROBE_CKPT to a checkpoint to run it")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c doublingCheckpoint
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
-		t.Fatal(err)
+	c, err := readCheckpoint(path)
+	if c == nil || err != nil {
+		t.Fatalf("checkpoint %s: %v", path, err)
 	}
 	var s Symbolic
 	if err := json.Unmarshal(c.Config, &s); err != nil {

@@ -656,6 +656,11 @@ func TestDoublingCheckpoint(t *testing.T) {
 		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
 	}
 
+	fixed := s
+	fixed.Doublings = 0
+	if err := fixed.Validate(); err == nil || !strings.Contains(err.Error(), "checkpoint") {
+		t.Errorf("a checkpoint without doublings: Validate = %v", err)
+	}
 	other := s
 	other.Seed = 2
 	if _, err := RunSymbolic(other, nil, nil); err == nil || !strings.Contains(err.Error(), s.Checkpoint) ||

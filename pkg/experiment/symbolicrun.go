@@ -278,6 +278,7 @@ func (s Symbolic) Validate() error {
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
 	add(s.DropCost >= 0 && s.DropCost <= 10, "drop_cost=%g (need 0 ≤ drop_cost ≤ 10)", s.DropCost)
+	add(s.Checkpoint == "" || s.Doublings > 0, "checkpoint %q: only a budget grown by splitting (doublings > 0) has checkpoints", s.Checkpoint)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
 		add(s.GrowRounds == 0, "doublings=%d and grow_rounds=%d: choose one way to size the budget", s.Doublings, s.GrowRounds)

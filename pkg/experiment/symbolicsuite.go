@@ -114,7 +114,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 				if rep == nil {
 					ckpt := strings.TrimSuffix(path, ".json") + ".ckpt"
 					if s.Force { // a re-run starts over
-						if err := os.Remove(ckpt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						if err := RemoveCheckpoint(ckpt); err != nil {
 							return "", "", err
 						}
 					}
@@ -124,7 +124,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 					if err := rep.WriteJSON(path); err != nil {
 						return "", "", err
 					}
-					if err := os.Remove(ckpt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					if err := RemoveCheckpoint(ckpt); err != nil {
 						return "", "", err
 					}
 				}
@@ -161,9 +161,12 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, checkpoint st
 	if err != nil {
 		return nil, err
 	}
-	s.Seed, s.Init, s.Checkpoint = uint64(seed), InitUniform, checkpoint
+	s.Seed, s.Init = uint64(seed), InitUniform
 	if restarts > 0 {
 		s = s.FixedBudget(restarts)
+	}
+	if s.Doublings > 0 { // only a budget grown by splitting has checkpoints
+		s.Checkpoint = checkpoint
 	}
 	run, err := RunSymbolic(s, nil, progress)
 	if err != nil {
