@@ -2,11 +2,13 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,6 +341,10 @@ func TestRunSymbolicDoublings(t *testing.T) {
 	}
 	if len(rec.Runs) != 2 || rec.Runs[1].Name != "hard" || rec.Runs[1].Iterations < 1 {
 		t.Errorf("runs %+v, want the last training and the hard phase", rec.Runs)
+	}
+	if want := fmt.Sprintf("; %d workers", runtime.GOMAXPROCS(0)); !strings.HasPrefix(rep.Backend, "HMM kernels ") ||
+		!strings.HasSuffix(rep.Backend, want) {
+		t.Errorf("backend %q, want the HMM kernels and %q", rep.Backend, want)
 	}
 	// The history holds every training, then the hard phase, on one clock.
 	h := run.History

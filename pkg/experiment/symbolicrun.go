@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -420,6 +421,8 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 		return nil, err
 	}
 	rep.Env, rep.Dataset, rep.Trainer, rep.Seed = env.Name, "symbolic", s.Trainer, s.Seed
+	// What ran it: the trainers' sums depend on the worker count, and the seconds on both.
+	rep.Backend = fmt.Sprintf("HMM kernels %s; %d workers", chmm.Kernels(), runtime.GOMAXPROCS(0))
 	rep.Training = record
 	rep.Seconds = map[string]float64{"train": trainSec, "eval": time.Since(tEval).Seconds(), "total": time.Since(t0).Seconds()}
 	run.Report = rep
