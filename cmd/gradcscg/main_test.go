@@ -350,6 +350,20 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		t.Fatal("--drop-cost -0.5 accepted")
 	}
 	oneCleanError(t, errOut, "--drop-cost -0.5: must be")
+	o.dropCost, o.dropFloor = -1, 0.003
+	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 {
+		t.Fatalf("--drop-floor 0.003: DropFloor %g, err %v", s.DropFloor, err)
+	}
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--drop-floor", "2")
+	if code == 0 {
+		t.Fatal("--drop-floor 2 accepted")
+	}
+	oneCleanError(t, errOut, "--drop-floor 2: must be")
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--drop-floor", "0.003")
+	if code == 0 {
+		t.Fatal("--drop-floor with EM accepted")
+	}
+	oneCleanError(t, errOut, "drop_floor=0.003: only the gradient trainer")
 }
 
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit

@@ -726,13 +726,30 @@ func TestKeepCheaply(t *testing.T) {
 		dd := *d
 		dd.Visits = slices.Clone(d.Visits)
 		dd.Visits[0], dd.Visits[1], dd.Visits[2] = 1000-c.place4-1, c.place4, 1 // token 0: 1000 visits
-		keep, kept, share, err := keepCheaply(m, train, &dd, 0.05)
+		keep, kept, share, err := keepCheaply(m, train, &dd, 0.05, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if share != c.wantShare || !keep[0] || !keep[1] || keep[2] || kept != n-2 {
 			t.Errorf("place 4's clone at %d of 1000 visits: share %g, keep %v (%d); want %g, all but the spare (%d)",
 				c.place4, share, keep, kept, c.wantShare, n-2)
+		}
+	}
+}
+
+// TestDropAffordable checks the drop rule's bound by hand: 5% of 0.02 bits per step is
+// 0.001, a floor of 0.003 raises it to 0.003, and 4 walks of 40,000 steps add 1e-4.
+func TestDropAffordable(t *testing.T) {
+	for _, c := range []struct {
+		after, floor float64
+		want         bool
+	}{
+		{0.0210, 0, true}, {0.0211, 0, true}, {0.0212, 0, false},
+		{0.0230, 0.003, true}, {0.0231, 0.003, true}, {0.0232, 0.003, false},
+		{0.0212, 0.0005, false}, // a floor under 5% of the cost changes nothing
+	} {
+		if got := dropAffordable(0.02, c.after, 0.05, c.floor, 4, 40000); got != c.want {
+			t.Errorf("0.02 → %g bits per step, floor %g: affordable %v, want %v", c.after, c.floor, got, c.want)
 		}
 	}
 }

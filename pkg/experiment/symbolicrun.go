@@ -95,6 +95,10 @@ type Symbolic struct {
 	// 0: those under chmm.UsedShare, whatever it costs. DefaultSymbolic:
 	// DefaultDropCost for the gradient trainer.
 	DropCost float64 `json:"drop_cost,omitempty"`
+	// DropFloor is a rise in bits per step that a drop may always cost, whatever
+	// DropCost allows (where the map costs little, a fraction of it is too strict to
+	// drop anything). 0: none (the default).
+	DropFloor float64 `json:"drop_floor,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
 	// after every split, and from which a run of the same experiment resumes: an
@@ -279,6 +283,9 @@ func (s Symbolic) Validate() error {
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
 	add(s.DropCost >= 0 && s.DropCost <= 10, "drop_cost=%g (need 0 ≤ drop_cost ≤ 10)", s.DropCost)
+	add(s.DropFloor >= 0 && s.DropFloor <= 1, "drop_floor=%g (need 0 ≤ drop_floor ≤ 1)", s.DropFloor)
+	add(s.DropFloor == 0 || (s.Trainer == TrainerGradient && s.Doublings > 0 && s.DropCost > 0),
+		"drop_floor=%g: only the gradient trainer's budget grown by splitting, with drop_cost > 0, drops by cost", s.DropFloor)
 	add(s.Checkpoint == "" || s.Doublings > 0, "checkpoint %q: only a budget grown by splitting (doublings > 0) has checkpoints", s.Checkpoint)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
@@ -503,7 +510,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		var keep []bool
 		var kept int
 		if s.Trainer == TrainerGradient && s.DropCost > 0 {
-			if keep, kept, minShare, err = keepCheaply(m, train, d, s.DropCost); err != nil {
+			if keep, kept, minShare, err = keepCheaply(m, train, d, s.DropCost, s.DropFloor); err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 			}
 		} else {
@@ -612,9 +619,9 @@ const DefaultDropCost = 0.05
 // keepCheaply returns the clones of m (trained, diagnosed by d on train) to keep
 // before a split, their number and the share of their token's visits under which the
 // others were dropped: the largest of DropShares whose dropping raises the bits per
-// step on train by at most the fraction cost (and one bit per walk, for where walks
-// start), else every visited clone (share 0).
-func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost float64) ([]bool, int, float64, error) {
+// step on train by at most the fraction cost of them or floor, whichever is more (and
+// one bit per walk, for where walks start), else every visited clone (share 0).
+func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, floor float64) ([]bool, int, float64, error) {
 	steps := float64(d.Steps)
 	for _, share := range DropShares {
 		keep, kept := chmm.KeepVisited(m, d.Visits, share)
@@ -626,12 +633,20 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost f
 		if err != nil && !errors.Is(err, chmm.ErrZeroProbability) {
 			return nil, 0, 0, err
 		}
-		if err == nil && -ll/steps/math.Ln2 <= d.TrainBits*(1+cost)+float64(d.Walks)/steps {
+		if err == nil && dropAffordable(d.TrainBits, -ll/steps/math.Ln2, cost, floor, d.Walks, d.Steps) {
 			return keep, kept, share, nil
 		}
 	}
 	keep, kept := chmm.KeepVisited(m, d.Visits, 0)
 	return keep, kept, 0, nil
+}
+
+// dropAffordable says whether a drop that takes the training walks' cost from before
+// to after bits per step (walks of steps in all) costs at most the fraction cost of
+// before or floor bits per step, whichever is more, and one bit per walk: a dropped
+// clone may have been where some walks start.
+func dropAffordable(before, after, cost, floor float64, walks, steps int) bool {
+	return after <= before+max(cost*before, floor)+float64(walks)/float64(steps)
 }
 
 // checkpointHook, if set (tests), runs after each checkpoint is saved; an error
