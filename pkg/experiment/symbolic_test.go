@@ -726,13 +726,17 @@ func TestKeepCheaply(t *testing.T) {
 		dd := *d
 		dd.Visits = slices.Clone(d.Visits)
 		dd.Visits[0], dd.Visits[1], dd.Visits[2] = 1000-c.place4-1, c.place4, 1 // token 0: 1000 visits
-		keep, kept, share, err := keepCheaply(m, train, &dd, 0.05, 0)
+		keep, kept, share, refused, err := keepCheaply(m, train, &dd, 0.05, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if share != c.wantShare || !keep[0] || !keep[1] || keep[2] || kept != n-2 {
 			t.Errorf("place 4's clone at %d of 1000 visits: share %g, keep %v (%d); want %g, all but the spare (%d)",
 				c.place4, share, keep, kept, c.wantShare, n-2)
+		}
+		// Dropping at 1% would lose place 4's only clone, which its neighbours' rows need.
+		if want := map[bool]string{true: "under 1% leaves a token or a row empty", false: ""}[c.wantShare < chmm.UsedShare]; refused != want {
+			t.Errorf("place 4's clone at %d of 1000 visits: refused %q, want %q", c.place4, refused, want)
 		}
 	}
 }

@@ -509,8 +509,9 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		}
 		var keep []bool
 		var kept int
+		var refused string // what dropping more would have cost
 		if s.Trainer == TrainerGradient && s.DropCost > 0 {
-			if keep, kept, minShare, err = keepCheaply(m, train, d, s.DropCost, s.DropFloor); err != nil {
+			if keep, kept, minShare, refused, err = keepCheaply(m, train, d, s.DropCost, s.DropFloor); err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 			}
 		} else {
@@ -581,6 +582,9 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if s.Trainer == TrainerGradient && minShare != chmm.UsedShare {
 				alike = fmt.Sprintf(" with %g%% of their token's visits or more%s", 100*minShare, alike)
 			}
+			if refused != "" {
+				alike += fmt.Sprintf(" (dropping %s bits/step)", refused)
+			}
 			if merged {
 				probe = fmt.Sprintf(" (fits, but %.3f%% of its steps surprise it beyond localising)", 100*d.LateSurprises())
 			}
@@ -620,25 +624,33 @@ const DefaultDropCost = 0.05
 // before a split, their number and the share of their token's visits under which the
 // others were dropped: the largest of DropShares whose dropping raises the bits per
 // step on train by at most the fraction cost of them or floor, whichever is more (and
-// one bit per walk, for where walks start), else every visited clone (share 0).
-func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, floor float64) ([]bool, int, float64, error) {
+// one bit per walk, for where walks start), else every visited clone (share 0). It
+// also says what the larger shares would have cost (refused).
+func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, floor float64) (keep []bool, kept int, share float64, refused string, err error) {
 	steps := float64(d.Steps)
+	var tries []string
 	for _, share := range DropShares {
 		keep, kept := chmm.KeepVisited(m, d.Visits, share)
 		pm, _, err := chmm.Prune(m, keep)
 		if err != nil || pm.Validate() != nil { // a token or a row left with nothing: too much dropped
+			tries = append(tries, fmt.Sprintf("under %g%% leaves a token or a row empty", 100*share))
 			continue
 		}
 		ll, err := chmm.LogLikelihood(pm, train)
 		if err != nil && !errors.Is(err, chmm.ErrZeroProbability) {
-			return nil, 0, 0, err
+			return nil, 0, 0, "", err
 		}
 		if err == nil && dropAffordable(d.TrainBits, -ll/steps/math.Ln2, cost, floor, d.Walks, d.Steps) {
-			return keep, kept, share, nil
+			return keep, kept, share, strings.Join(tries, ", "), nil
+		}
+		if err != nil {
+			tries = append(tries, fmt.Sprintf("under %g%% makes a walk impossible", 100*share))
+		} else {
+			tries = append(tries, fmt.Sprintf("under %g%% costs %.4f", 100*share, -ll/steps/math.Ln2))
 		}
 	}
-	keep, kept := chmm.KeepVisited(m, d.Visits, 0)
-	return keep, kept, 0, nil
+	keep, kept = chmm.KeepVisited(m, d.Visits, 0)
+	return keep, kept, 0, strings.Join(tries, ", "), nil
 }
 
 // dropAffordable says whether a drop that takes the training walks' cost from before
