@@ -364,6 +364,20 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		t.Fatal("--drop-floor with EM accepted")
 	}
 	oneCleanError(t, errOut, "drop_floor=0.003: only the gradient trainer")
+	o.dropFloor, o.splitShare = 0, 0.01
+	if s, _, err = symbolicConfig(o); err != nil || s.SplitShare != 0.01 {
+		t.Fatalf("--split-share 0.01: SplitShare %g, err %v", s.SplitShare, err)
+	}
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--split-share", "1")
+	if code == 0 {
+		t.Fatal("--split-share 1 accepted")
+	}
+	oneCleanError(t, errOut, "--split-share 1: must be")
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--doublings", "0", "--split-share", "0.01")
+	if code == 0 {
+		t.Fatal("--split-share with --doublings 0 accepted")
+	}
+	oneCleanError(t, errOut, "split_share=0.01: only a budget grown by splitting")
 }
 
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit

@@ -161,14 +161,25 @@ func addClone(m *Model, k int) int {
 // N(0, noise²) logit noise, so with noise 0 the model gives every sequence the same
 // probability. Training from the copy can then tell apart what one clone held.
 func SplitAll(m *Model, noise float64, rng *rand.Rand) (*Model, error) {
+	return SplitSome(m, nil, noise, rng)
+}
+
+// SplitSome is SplitAll for the clones i with split[i] only (nil: all); each token's
+// copies follow its clones, in the order of the clones split.
+func SplitSome(m *Model, split []bool, noise float64, rng *rand.Rand) (*Model, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
+	}
+	if split != nil && len(split) != m.N() {
+		return nil, fmt.Errorf("chmm: SplitSome: split has %d entries, want N = %d", len(split), m.N())
 	}
 	d := m.Clone()
 	for k := d.K() - 1; k >= 0; k-- { // adding to token k moves only the tokens after it
 		first, c := d.FirstState(k), d.Clones[k]
 		for i := first; i < first+c; i++ {
-			splitState(d, i, addClone(d, k), noise, rng)
+			if split == nil || split[i] {
+				splitState(d, i, addClone(d, k), noise, rng)
+			}
 		}
 	}
 	return d, nil

@@ -184,6 +184,46 @@ func TestSplitAll(t *testing.T) {
 	}
 }
 
+// TestSplitSome: splitting clones 0 and 4 of tokens with 2, 1 and 3 clones adds one
+// clone to tokens 0 and 2, each copy after its token's clones, and (noise 0) leaves
+// every sequence's probability as it was; a mask of the wrong length is an error.
+func TestSplitSome(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := randomModel(rng, []int{2, 1, 3}, 2, 2, true)
+	split := make([]bool, m.N())
+	split[0], split[4] = true, true // token 0's first clone, token 2's second
+	d, err := SplitSome(m, split, 0, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Clones, []int{3, 1, 4}) {
+		t.Fatalf("clones %v, want [3 1 4]", d.Clones)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Old state 4 is new state 5, its copy state 7 (after token 2's clones 4–6); both
+	// leave as it did (noise 0): their rows' last entry, a state not split, is its.
+	tm, td, n, nn := m.Transitions(), d.Transitions(), m.N(), d.N()
+	for a := range m.NumActions {
+		for _, row := range []int{5, 7} {
+			if got, want := td[(a*nn+row)*nn+nn-1], tm[(a*n+4)*n+n-1]; math.Abs(got-want) > 1e-12 {
+				t.Errorf("action %d: state %d's last entry %g, old state 4's %g", a, row, got, want)
+			}
+		}
+	}
+	for trial := range 20 {
+		seq := randomSeq(rng, m.K(), m.NumActions, 2+trial%5)
+		p0, _, _ := brute(m, seq)
+		if p1, _, _ := brute(d, seq); math.Abs(p0-p1) > 1e-12*max(1, p0) {
+			t.Fatalf("sequence %d: p %g after the split, %g before", trial, p1, p0)
+		}
+	}
+	if _, err := SplitSome(m, split[:3], 0, rng); err == nil {
+		t.Error("a mask of 3 entries accepted")
+	}
+}
+
 // TestFoldAlike: the ring of TestSurprisesExact held twice (every place by two clones,
 // each row sending a random share to either copy of the next place, the two copies'
 // rows alike) folds to one clone per place, with the same likelihood; the true ring,

@@ -739,6 +739,25 @@ func TestKeepCheaply(t *testing.T) {
 			t.Errorf("place 4's clone at %d of 1000 visits: refused %q, want %q", c.place4, refused, want)
 		}
 	}
+	// Along the walk's Viterbi path token 0's two clones hold half its visits each and
+	// the spare none: a split at 1% or at 40% splits all but the spare, at 60% only
+	// the most visited clone of each token.
+	for _, c := range []struct {
+		share float64
+		both  bool // token 0's two clones split, else one of them
+	}{{0.01, true}, {0.4, true}, {0.6, false}} {
+		split, ns, err := splitMask(m, train, c.share)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := n - 2
+		if !c.both {
+			want--
+		}
+		if ns != want || split[2] || (split[0] && split[1]) != c.both || !(split[0] || split[1]) {
+			t.Errorf("split at %g of a token's visits: %v (%d), want %d", c.share, split, ns, want)
+		}
+	}
 }
 
 // TestDropAffordable checks the drop rule's bound by hand: 5% of 0.02 bits per step is

@@ -99,6 +99,12 @@ type Symbolic struct {
 	// DropCost allows (where the map costs little, a fraction of it is too strict to
 	// drop anything). 0: none (the default).
 	DropFloor float64 `json:"drop_floor,omitempty"`
+	// SplitShare > 0 splits, of the clones kept before a split, only those with at least
+	// this share of their token's visits along the training walks' Viterbi paths (a
+	// clone that holds two places holds more of its token's visits than one that holds
+	// a part of one); the others are kept as they are. 0: split every kept clone (the
+	// default).
+	SplitShare float64 `json:"split_share,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
 	// after every split, and from which a run of the same experiment resumes: an
@@ -286,6 +292,8 @@ func (s Symbolic) Validate() error {
 	add(s.DropFloor >= 0 && s.DropFloor <= 1, "drop_floor=%g (need 0 ≤ drop_floor ≤ 1)", s.DropFloor)
 	add(s.DropFloor == 0 || (s.Trainer == TrainerGradient && s.Doublings > 0 && s.DropCost > 0),
 		"drop_floor=%g: only the gradient trainer's budget grown by splitting, with drop_cost > 0, drops by cost", s.DropFloor)
+	add(s.SplitShare >= 0 && s.SplitShare < 1, "split_share=%g (need 0 ≤ split_share < 1)", s.SplitShare)
+	add(s.SplitShare == 0 || s.Doublings > 0, "split_share=%g: only a budget grown by splitting (doublings > 0) splits", s.SplitShare)
 	add(s.Checkpoint == "" || s.Doublings > 0, "checkpoint %q: only a budget grown by splitting (doublings > 0) has checkpoints", s.Checkpoint)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
@@ -567,7 +575,16 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if m, _, err = chmm.Prune(folded, keep); err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
-		if m, err = chmm.SplitAll(m, 0.1, rng); err != nil {
+		var split []bool // nil: every kept clone
+		splitWhat := ""
+		if s.SplitShare > 0 {
+			var nsplit int
+			if split, nsplit, err = splitMask(m, train, s.SplitShare); err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
+			}
+			splitWhat = fmt.Sprintf(", the %d of them with %g%% of their token's visits or more", nsplit, 100*s.SplitShare)
+		}
+		if m, err = chmm.SplitSome(m, split, 0.1, rng); err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
 		if progressOut != nil {
@@ -588,8 +605,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if merged {
 				probe = fmt.Sprintf(" (fits, but %.3f%% of its steps surprise it beyond localising)", 100*d.LateSurprises())
 			}
-			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit%s split in two\n",
-				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike)
+			fmt.Fprintf(progressOut, "budget round %d: %.4f bits/step on the training walks%s, %d of %d clones used: the %d its paths visit%s%s split in two\n",
+				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike, splitWhat)
 		}
 		if s.Checkpoint != "" {
 			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src)
@@ -651,6 +668,23 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, 
 	}
 	keep, kept = chmm.KeepVisited(m, d.Visits, 0)
 	return keep, kept, 0, strings.Join(tries, ", "), nil
+}
+
+// splitMask marks the clones of m (kept, before a split) with at least share of their
+// token's visits along train's Viterbi paths, and counts them.
+func splitMask(m *chmm.Model, train []chmm.Sequence, share float64) ([]bool, int, error) {
+	visits := make([]int, m.N())
+	for _, seq := range train {
+		states, _, err := chmm.Viterbi(m, seq)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, s := range states {
+			visits[s]++
+		}
+	}
+	split, n := chmm.KeepVisited(m, visits, share)
+	return split, n, nil
 }
 
 // dropAffordable says whether a drop that takes the training walks' cost from before
