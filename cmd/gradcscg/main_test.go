@@ -345,39 +345,26 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != 0 {
 		t.Fatalf("--drop-cost 0: DropCost %g, err %v", s.DropCost, err)
 	}
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--drop-cost", "-0.5")
-	if code == 0 {
-		t.Fatal("--drop-cost -0.5 accepted")
+	o.dropCost, o.dropFloor, o.splitShare = -1, 0.003, 0.01
+	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 {
+		t.Fatalf("--drop-floor 0.003 --split-share 0.01: DropFloor %g, SplitShare %g, err %v", s.DropFloor, s.SplitShare, err)
 	}
-	oneCleanError(t, errOut, "--drop-cost -0.5: must be")
-	o.dropCost, o.dropFloor = -1, 0.003
-	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 {
-		t.Fatalf("--drop-floor 0.003: DropFloor %g, err %v", s.DropFloor, err)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--drop-cost", "-0.5"}, "--drop-cost -0.5: must be"},
+		{[]string{"--drop-floor", "2"}, "--drop-floor 2: must be"},
+		{[]string{"--trainer", "em", "--drop-floor", "0.003"}, "drop_floor=0.003: only the gradient trainer"},
+		{[]string{"--split-share", "1"}, "--split-share 1: must be"},
+		{[]string{"--doublings", "0", "--split-share", "0.01"}, "split_share=0.01: only a budget grown by splitting"},
+	} {
+		code, _, errOut = run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
+		if code == 0 {
+			t.Fatalf("%v accepted", c.args)
+		}
+		oneCleanError(t, errOut, c.want)
 	}
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--drop-floor", "2")
-	if code == 0 {
-		t.Fatal("--drop-floor 2 accepted")
-	}
-	oneCleanError(t, errOut, "--drop-floor 2: must be")
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--drop-floor", "0.003")
-	if code == 0 {
-		t.Fatal("--drop-floor with EM accepted")
-	}
-	oneCleanError(t, errOut, "drop_floor=0.003: only the gradient trainer")
-	o.dropFloor, o.splitShare = 0, 0.01
-	if s, _, err = symbolicConfig(o); err != nil || s.SplitShare != 0.01 {
-		t.Fatalf("--split-share 0.01: SplitShare %g, err %v", s.SplitShare, err)
-	}
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--split-share", "1")
-	if code == 0 {
-		t.Fatal("--split-share 1 accepted")
-	}
-	oneCleanError(t, errOut, "--split-share 1: must be")
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--doublings", "0", "--split-share", "0.01")
-	if code == 0 {
-		t.Fatal("--split-share with --doublings 0 accepted")
-	}
-	oneCleanError(t, errOut, "split_share=0.01: only a budget grown by splitting")
 }
 
 // TestGrowRoundsThatFit: growth is limited to the doublings whose budget would still fit
