@@ -600,7 +600,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				alike = fmt.Sprintf(" with %g%% of their token's visits or more%s", 100*minShare, alike)
 			}
 			if refused != "" {
-				alike += fmt.Sprintf(" (dropping %s bits/step)", refused)
+				alike += fmt.Sprintf(" (dropping %s)", refused)
 			}
 			if merged {
 				probe = fmt.Sprintf(" (fits, but %.3f%% of its steps surprise it beyond localising)", 100*d.LateSurprises())
@@ -663,7 +663,7 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, 
 		if err != nil {
 			tries = append(tries, fmt.Sprintf("under %g%% makes a walk impossible", 100*share))
 		} else {
-			tries = append(tries, fmt.Sprintf("under %g%% costs %.4f", 100*share, -ll/steps/math.Ln2))
+			tries = append(tries, fmt.Sprintf("under %g%% costs %.4f bits/step", 100*share, -ll/steps/math.Ln2))
 		}
 	}
 	keep, kept = chmm.KeepVisited(m, d.Visits, 0)
