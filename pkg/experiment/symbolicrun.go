@@ -642,8 +642,8 @@ const DefaultDropCost = 0.05
 // others were dropped: the largest of DropShares whose dropping raises the bits per
 // step on train by at most the fraction cost of them or floor, whichever is more (and
 // one bit per walk, for where walks start), else every visited clone (share 0). It
-// also says what the larger shares would have cost (refused).
-func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, floor float64) (keep []bool, kept int, share float64, refused string, err error) {
+// also says what the larger shares would have cost.
+func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, floor float64) ([]bool, int, float64, string, error) {
 	steps := float64(d.Steps)
 	var tries []string
 	for _, share := range DropShares {
@@ -666,22 +666,16 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, 
 			tries = append(tries, fmt.Sprintf("under %g%% costs %.4f bits/step", 100*share, -ll/steps/math.Ln2))
 		}
 	}
-	keep, kept = chmm.KeepVisited(m, d.Visits, 0)
+	keep, kept := chmm.KeepVisited(m, d.Visits, 0)
 	return keep, kept, 0, strings.Join(tries, ", "), nil
 }
 
 // splitMask marks the clones of m (kept, before a split) with at least share of their
 // token's visits along train's Viterbi paths, and counts them.
 func splitMask(m *chmm.Model, train []chmm.Sequence, share float64) ([]bool, int, error) {
-	visits := make([]int, m.N())
-	for _, seq := range train {
-		states, _, err := chmm.Viterbi(m, seq)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, s := range states {
-			visits[s]++
-		}
+	visits, err := chmm.ViterbiVisits(m, train, 0)
+	if err != nil {
+		return nil, 0, err
 	}
 	split, n := chmm.KeepVisited(m, visits, share)
 	return split, n, nil
