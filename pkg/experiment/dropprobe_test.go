@@ -39,9 +39,7 @@ func TestDropCostProbe(t *testing.T) {
 	for _, ep := range SymbolicTrainingWalks(env, s.Seed, s.Episodes, s.Steps) {
 		train = append(train, tokens.Sequence(ep))
 	}
-	tr := s.Training() // as trainByDoubling sets it
-	tr.ViterbiIters, tr.Restarts, tr.UntilFit, tr.StopTol = 0, 1, false, DoublingStopTol
-	m, _, _, err := TrainSymbolic(c.Model, train, tr, nil)
+	m, _, _, err := TrainSymbolic(c.Model, train, s.doublingTraining(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

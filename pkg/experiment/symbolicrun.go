@@ -477,17 +477,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		}
 	}
 	before := time.Since(t0).Seconds()
-	t := s.Training()
-	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
-	if s.Trainer == TrainerGradient && s.Tol == 0 {
-		t.StopTol = DoublingStopTol
-	}
-	if s.Trainer == TrainerEM { // every soft training runs in full
-		t.Full = true
-		if s.Iters == 0 {
-			t.Iters = DoublingIters
-		}
-	}
+	t := s.doublingTraining()
 	for round := first; ; round++ {
 		at := time.Since(t0).Seconds()
 		if progressOut != nil {
@@ -621,6 +611,24 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			}
 		}
 	}
+}
+
+// doublingTraining is how a budget grown by splitting trains after each split: one
+// start, no hard phase within it, a gradient training stopping on DoublingStopTol
+// unless s.Tol is set, an EM one running in full (DoublingIters unless s.Iters).
+func (s Symbolic) doublingTraining() Training {
+	t := s.Training()
+	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
+	if s.Trainer == TrainerGradient && s.Tol == 0 {
+		t.StopTol = DoublingStopTol
+	}
+	if s.Trainer == TrainerEM {
+		t.Full = true
+		if s.Iters == 0 {
+			t.Iters = DoublingIters
+		}
+	}
+	return t
 }
 
 // DropShares are the shares of their token's visits under which keepCheaply tries
