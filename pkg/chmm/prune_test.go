@@ -378,3 +378,57 @@ func TestFoldAlikeMean(t *testing.T) {
 		t.Errorf("tv 0.01: %d folded, want 0 (the rows are 0.02 apart)", got)
 	}
 }
+
+// TestFoldAlikeWithin: the ring of TestFoldAlike held twice as two streams (each copy
+// of a place moves to the same copy of the next place), one copy of place 4 moving
+// back to places 3 and 5 alike. A place's copies then differ first k+1 moves ahead,
+// where k is its distance from place 4 (0 to 4 on the ring of 8): refined d times, the
+// places at distance d or more fold, 7, 5, 3, 1, 0; the partition is stable after 6.
+func TestFoldAlikeWithin(t *testing.T) {
+	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
+	const P = 8
+	m := New([]int{4, 2, 2, 2, 2, 2, 2}, 2, nil)
+	n := m.N()
+	copies := func(q int) [2]int {
+		s := m.FirstState(ringTok[q])
+		if q == 4 {
+			s += 2
+		}
+		return [2]int{s, s + 1}
+	}
+	for i := range m.ThetaLogits {
+		m.ThetaLogits[i] = math.Inf(-1)
+	}
+	for a := range 2 {
+		m.ThetaLogits[(a*n+n-1)*n+n-1] = 0
+		for q := range P {
+			next := copies((q + P + 1 - 2*a) % P)
+			for i, s := range copies(q) {
+				m.ThetaLogits[(a*n+s)*n+next[i]] = 0
+			}
+		}
+	}
+	odd := copies(4)[1]
+	m.ThetaLogits[(1*n+odd)*n+copies(3)[1]] = math.Log(0.5)
+	m.ThetaLogits[(1*n+odd)*n+copies(5)[1]] = math.Log(0.5)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	visits := make([]int, n)
+	for s := range visits {
+		visits[s] = 1
+	}
+	for depth, want := range []int{0, 7, 5, 3, 1, 0, 0} {
+		keep := make([]bool, n)
+		for s := range keep {
+			keep[s] = s < n-1
+		}
+		got, stable := FoldAlikeWithin(m.Clone(), keep, visits, 0.05, depth)
+		if got != want || stable != (depth == 0 || depth == 6) {
+			t.Errorf("depth %d: %d folded (stable %v), want %d (stable %v)", depth, got, stable, want, depth == 0 || depth == 6)
+		}
+		if !keep[odd] || !keep[copies(4)[0]] {
+			t.Errorf("depth %d: place 4's copies folded", depth)
+		}
+	}
+}
