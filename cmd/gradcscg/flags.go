@@ -62,7 +62,7 @@ var flagRanges = map[string]map[string]flagRange{
 		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
 		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts, "grow": ints(0, 10), "doublings": ints(0, 16),
 		"entropy": floats(0, 100), "viterbi-iters": ints(0, 100000), "tol": floats(0, 1), "chunk-above": floats(0, 1e15), "fold-alike": fractionBelow(1),
-		"drop-cost": floats(0, 10), "drop-floor": floats(0, 1), "split-share": fractionBelow(1),
+		"drop-cost": floats(0, 10), "drop-floor": floats(0, 1), "fold-cost": floats(0, 1), "split-share": fractionBelow(1),
 	},
 	"train": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "clones": rangeClones,

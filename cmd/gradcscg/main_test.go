@@ -345,9 +345,10 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != 0 {
 		t.Fatalf("--drop-cost 0: DropCost %g, err %v", s.DropCost, err)
 	}
-	o.dropCost, o.dropFloor, o.splitShare = -1, 0.003, 0.01
-	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 {
-		t.Fatalf("--drop-floor 0.003 --split-share 0.01: DropFloor %g, SplitShare %g, err %v", s.DropFloor, s.SplitShare, err)
+	o.dropCost, o.dropFloor, o.splitShare, o.foldCost = -1, 0.003, 0.01, 1
+	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
+		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
+			s.DropFloor, s.SplitShare, s.FoldCost, err)
 	}
 	for _, c := range []struct {
 		args []string
@@ -358,6 +359,9 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		{[]string{"--trainer", "em", "--drop-floor", "0.003"}, "drop_floor=0.003: only the gradient trainer"},
 		{[]string{"--split-share", "1"}, "--split-share 1: must be"},
 		{[]string{"--doublings", "0", "--split-share", "0.01"}, "split_share=0.01: only a budget grown by splitting"},
+		{[]string{"--fold-cost", "1.5"}, "--fold-cost 1.5: must be"},
+		{[]string{"--fold-cost", "1", "--fold-alike", "0"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
+		{[]string{"--trainer", "em", "--fold-cost", "1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
 	} {
 		code, _, errOut = run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
 		if code == 0 {

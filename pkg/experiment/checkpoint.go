@@ -28,6 +28,9 @@ type doublingCheckpoint struct {
 	Folded   int           // alike clones folded so far
 	Elapsed  float64       // seconds trained before Round
 	SplitRNG []byte        // the splits' random generator (rand.PCG)
+	// SplitFrom is the training walks' bits per step of the map the last split
+	// started from (Symbolic.FoldCost; 0: not measured).
+	SplitFrom float64
 }
 
 const checkpointVersion = 1
@@ -94,7 +97,7 @@ func RemoveCheckpoint(path string) error {
 }
 
 // newCheckpoint is the checkpoint before round's training of s from m.
-func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG) (*doublingCheckpoint, error) {
+func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG, splitFrom float64) (*doublingCheckpoint, error) {
 	cfg, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -104,5 +107,5 @@ func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, fold
 		return nil, err
 	}
 	return &doublingCheckpoint{Version: checkpointVersion, Config: cfg, Round: round, Model: m, History: all,
-		Folded: folded, Elapsed: elapsed, SplitRNG: state}, nil
+		Folded: folded, Elapsed: elapsed, SplitRNG: state, SplitFrom: splitFrom}, nil
 }

@@ -619,13 +619,18 @@ func TestSplitStop(t *testing.T) {
 func TestDoublingCheckpoint(t *testing.T) {
 	_, s := namedSymbolic(t, "room", TrainerGradient)
 	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 2500, 1000, 3, 60
+	s.FoldCost = 1 // the bits the last split started from are saved too
 	dir := t.TempDir()
 	s.Checkpoint = filepath.Join(dir, "whole.ckpt")
-	whole, err := RunSymbolic(s, nil, nil)
+	var log strings.Builder
+	whole, err := RunSymbolic(s, nil, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d splits, clones %v, F1 %.3f", whole.Report.Training.Doublings, whole.Report.Training.Clones, whole.Report.ViterbiMap.F1)
+	if !strings.Contains(log.String(), "ahead folded into others") {
+		t.Errorf("no clones folded by FoldCost:\n%s", log.String())
+	}
 	if whole.Report.Training.Doublings < 3 {
 		t.Fatalf("%d splits: too few to interrupt after the second", whole.Report.Training.Doublings)
 	}

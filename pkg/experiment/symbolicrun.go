@@ -82,6 +82,13 @@ type Symbolic struct {
 	// one, so that only places still merged are split again. 0: none. DefaultSymbolic:
 	// DefaultFoldAlike for the gradient trainer, 0 for EM.
 	FoldAlike float64 `json:"fold_alike,omitempty"`
+	// FoldCost > 0 folds alike clones compared fewer moves ahead
+	// (chmm.FoldAlikeWithin): at the fewest refinements, from 1 up, whose fold gives
+	// back at most this fraction of what the last split gained (the bits per step on
+	// the training walks from the map it started from to the map trained after it),
+	// else as FoldAlike alone. A gradient map's copies of one place are alike a few
+	// moves ahead and often differ farther on. 0: FoldAlike alone (the default).
+	FoldCost float64 `json:"fold_cost,omitempty"`
 	// ChunkAbove makes a gradient training read random chunks of walks of at least
 	// chmm.ChunkMinSteps steps when one pass over them would cost more than this many
 	// multiply-adds (chmm.GradConfig.ChunkIfCostly; 0: the whole walks at every
@@ -288,6 +295,9 @@ func (s Symbolic) Validate() error {
 	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
+	add(s.FoldCost >= 0 && s.FoldCost <= 1, "fold_cost=%g (need 0 ≤ fold_cost ≤ 1)", s.FoldCost)
+	add(s.FoldCost == 0 || (s.Doublings > 0 && s.FoldAlike > 0),
+		"fold_cost=%g: only a budget grown by splitting, with fold_alike > 0, folds alike clones", s.FoldCost)
 	add(s.DropCost >= 0 && s.DropCost <= 10, "drop_cost=%g (need 0 ≤ drop_cost ≤ 10)", s.DropCost)
 	add(s.DropFloor >= 0 && s.DropFloor <= 1, "drop_floor=%g (need 0 ≤ drop_floor ≤ 1)", s.DropFloor)
 	add(s.DropFloor == 0 || (s.Trainer == TrainerGradient && s.Doublings > 0 && s.DropCost > 0),
@@ -457,6 +467,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	src := rand.NewPCG(s.Seed, 99)
 	rng := rand.New(src)
 	foldedAll, first := 0, 0
+	splitFrom := 0.0 // the bits per step of the map the last split started from (FoldCost)
 	var h *chmm.History
 	all, t0 := &chmm.History{}, time.Now()
 	if s.Checkpoint != "" {
@@ -468,7 +479,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if err := src.UnmarshalBinary(c.SplitRNG); err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("checkpoint %s: %w", s.Checkpoint, err)
 			}
-			m, all, foldedAll, first = c.Model, c.History, c.Folded, c.Round
+			m, all, foldedAll, first, splitFrom = c.Model, c.History, c.Folded, c.Round, c.SplitFrom
 			t0 = t0.Add(-time.Duration(c.Elapsed * float64(time.Second)))
 			if progressOut != nil {
 				fmt.Fprintf(progressOut, "resuming from %s: budget round %d, %d states, %.0f s trained before\n",
@@ -517,8 +528,15 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		}
 		// Alike clones are folded on a copy: the map returned, if this is the last
 		// round, is the trained one.
-		folded, nFolded := m, 0
-		if s.FoldAlike > 0 {
+		folded, nFolded, depth := m, 0, 0
+		var foldTries string // what folding fewer moves ahead would have cost
+		if s.FoldCost > 0 && splitFrom > d.TrainBits {
+			rise := s.FoldCost * (splitFrom - d.TrainBits)
+			if folded, nFolded, depth, foldTries, err = foldCheaply(m, train, d, keep, s.FoldAlike, rise); err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
+			}
+			kept -= nFolded
+		} else if s.FoldAlike > 0 {
 			folded = m.Clone()
 			nFolded = chmm.FoldAlike(folded, keep, d.Visits, s.FoldAlike)
 			kept -= nFolded
@@ -565,6 +583,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if m, _, err = chmm.Prune(folded, keep); err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
+		if s.FoldCost > 0 {
+			splitFrom = 0
+			if ll, err := chmm.LogLikelihood(m, train); err == nil {
+				splitFrom = -ll / float64(d.Steps) / math.Ln2
+			} else if !errors.Is(err, chmm.ErrZeroProbability) {
+				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
+			}
+		}
 		var split []bool // nil: every kept clone
 		splitWhat := ""
 		if s.SplitShare > 0 {
@@ -583,8 +609,14 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				probe = fmt.Sprintf(" (%.4f after a hard phase)", hardBits)
 			}
 			alike := ""
-			if nFolded > 0 {
+			switch {
+			case nFolded > 0 && depth > 0:
+				alike = fmt.Sprintf(" (%d alike %s ahead folded into others)", nFolded, movesAhead(depth))
+			case nFolded > 0:
 				alike = fmt.Sprintf(" (%d alike clones folded into others)", nFolded)
+			}
+			if foldTries != "" {
+				alike += fmt.Sprintf(" (folding those alike %s)", foldTries)
 			}
 			if s.Trainer == TrainerGradient && minShare != chmm.UsedShare {
 				alike = fmt.Sprintf(" with %g%% of their token's visits or more%s", 100*minShare, alike)
@@ -599,7 +631,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike, splitWhat)
 		}
 		if s.Checkpoint != "" {
-			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src)
+			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src, splitFrom)
 			if err == nil {
 				err = saveCheckpoint(s.Checkpoint, c)
 			}
@@ -676,6 +708,49 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, 
 	}
 	keep, kept := chmm.KeepVisited(m, d.Visits, 0)
 	return keep, kept, 0, strings.Join(tries, ", "), nil
+}
+
+// foldCheaply folds, on a copy of m (trained, diagnosed by d on train), the clones
+// kept (keep, updated) that are alike within tv (chmm.FoldAlikeWithin) at the fewest
+// refinements, from 1 up, after which the map pruned to keep costs at most rise bits
+// per step more than m on train (what keep drops counts too), else until stable. It returns the copy, the clones folded, the refinements
+// (0: until stable) and what fewer would have cost.
+func foldCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, keep []bool, tv, rise float64) (*chmm.Model, int, int, string, error) {
+	var tries []string
+	for depth := 1; ; depth++ {
+		k := slices.Clone(keep)
+		f := m.Clone()
+		n, stable := chmm.FoldAlikeWithin(f, k, d.Visits, tv, depth)
+		if stable {
+			copy(keep, k)
+			return f, n, 0, strings.Join(tries, ", "), nil
+		}
+		pm, _, err := chmm.Prune(f, k)
+		if err != nil {
+			return nil, 0, 0, "", err
+		}
+		ll, err := chmm.LogLikelihood(pm, train)
+		if err != nil && !errors.Is(err, chmm.ErrZeroProbability) {
+			return nil, 0, 0, "", err
+		}
+		after := math.Inf(1)
+		if err == nil {
+			after = -ll / float64(d.Steps) / math.Ln2
+		}
+		if after <= d.TrainBits+rise {
+			copy(keep, k)
+			return f, n, depth, strings.Join(tries, ", "), nil
+		}
+		tries = append(tries, fmt.Sprintf("%s ahead, %d, costs %.4f bits/step", movesAhead(depth), n, after))
+	}
+}
+
+// movesAhead is "1 move" or "n moves".
+func movesAhead(n int) string {
+	if n == 1 {
+		return "1 move"
+	}
+	return fmt.Sprintf("%d moves", n)
 }
 
 // splitMask marks the clones of m (kept, before a split) with at least share of their
