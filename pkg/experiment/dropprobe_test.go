@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
 // TestDropCostProbe measures what dropping and folding cost a gradient map before a
@@ -18,27 +19,7 @@ import (
 //
 //	DROP_PROBE_CKPT=$PWD/big_room_s1.ckpt go test -run TestDropCostProbe -v -timeout 60m ./pkg/experiment
 func TestDropCostProbe(t *testing.T) {
-	path := os.Getenv("DROP_PROBE_CKPT")
-	if path == "" {
-		t.Skip("set DROP_PROBE_CKPT to a checkpoint to run it")
-	}
-	c, err := readCheckpoint(path)
-	if c == nil || err != nil {
-		t.Fatalf("checkpoint %s: %v", path, err)
-	}
-	var s Symbolic
-	if err := json.Unmarshal(c.Config, &s); err != nil {
-		t.Fatal(err)
-	}
-	env, err := s.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := NewTokens(env)
-	var train []chmm.Sequence
-	for _, ep := range SymbolicTrainingWalks(env, s.Seed, s.Episodes, s.Steps) {
-		train = append(train, tokens.Sequence(ep))
-	}
+	c, s, _, train, _ := probeCheckpoint(t, "DROP_PROBE_CKPT")
 	m, _, _, err := TrainSymbolic(c.Model, train, s.doublingTraining(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,4 +69,33 @@ func TestDropCostProbe(t *testing.T) {
 		_, fb := bits(fm)
 		t.Logf("dropped under %g: %d kept, %.4f bits/step; then %d folded: %.4f", share, kept, pb, nf, fb)
 	}
+}
+
+// probeCheckpoint reads the checkpoint named by the environment variable v (the probe
+// is skipped when v is not set) and returns it, its experiment and world, and that
+// experiment's training walks as tokens and as walks.
+func probeCheckpoint(t *testing.T, v string) (*doublingCheckpoint, Symbolic, *gridworld.Env, []chmm.Sequence, []gridworld.Episode) {
+	path := os.Getenv(v)
+	if path == "" {
+		t.Skipf("set %s to a checkpoint to run it", v)
+	}
+	c, err := readCheckpoint(path)
+	if c == nil || err != nil {
+		t.Fatalf("checkpoint %s: %v", path, err)
+	}
+	var s Symbolic
+	if err := json.Unmarshal(c.Config, &s); err != nil {
+		t.Fatal(err)
+	}
+	env, err := s.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := NewTokens(env)
+	walks := SymbolicTrainingWalks(env, s.Seed, s.Episodes, s.Steps)
+	var train []chmm.Sequence
+	for _, ep := range walks {
+		train = append(train, tokens.Sequence(ep))
+	}
+	return c, s, env, train, walks
 }

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"testing"
@@ -21,28 +20,7 @@ import (
 //
 //	FOLD_PROBE_CKPT=$PWD/cscg_empty_s6.ckpt go test -run TestFoldDepthProbe -v -timeout 60m ./pkg/experiment
 func TestFoldDepthProbe(t *testing.T) {
-	path := os.Getenv("FOLD_PROBE_CKPT")
-	if path == "" {
-		t.Skip("set FOLD_PROBE_CKPT to a checkpoint to run it")
-	}
-	c, err := readCheckpoint(path)
-	if c == nil || err != nil {
-		t.Fatalf("checkpoint %s: %v", path, err)
-	}
-	var s Symbolic
-	if err := json.Unmarshal(c.Config, &s); err != nil {
-		t.Fatal(err)
-	}
-	env, err := s.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := NewTokens(env)
-	walks := SymbolicTrainingWalks(env, s.Seed, s.Episodes, s.Steps)
-	var train []chmm.Sequence
-	for _, ep := range walks {
-		train = append(train, tokens.Sequence(ep))
-	}
+	c, s, env, train, walks := probeCheckpoint(t, "FOLD_PROBE_CKPT")
 	saved := os.Getenv("FOLD_PROBE_MODEL")
 	m, err := chmm.Load(saved)
 	if saved == "" || err != nil {
