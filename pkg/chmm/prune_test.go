@@ -243,24 +243,12 @@ func TestFoldAlike(t *testing.T) {
 		}
 	}
 	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
-	// twice: place q is states first(token)+2·(its rank among the token's places) and +1.
-	twice := New([]int{4, 2, 2, 2, 2, 2, 2}, 2, nil)
+	twice, copies := ringTwice(ringTok)
 	n := twice.N()
-	copies := func(q int) [2]int {
-		s := twice.FirstState(ringTok[q])
-		if q == 4 {
-			s += 2
-		}
-		return [2]int{s, s + 1}
-	}
-	for i := range twice.ThetaLogits {
-		twice.ThetaLogits[i] = math.Inf(-1)
-	}
 	for i := range twice.PiLogits {
 		twice.PiLogits[i] = math.Inf(-1)
 	}
 	for a := range 2 {
-		twice.ThetaLogits[(a*n+n-1)*n+n-1] = 0
 		for q := range P {
 			next := copies((q + P + 1 - 2*a) % P)
 			w := 0.1 + 0.8*rng.Float64()
@@ -379,14 +367,10 @@ func TestFoldAlikeMean(t *testing.T) {
 	}
 }
 
-// TestFoldAlikeWithin: the ring of TestFoldAlike held twice as two streams (each copy
-// of a place moves to the same copy of the next place), one copy of place 4 moving
-// back to places 3 and 5 alike. A place's copies then differ first k+1 moves ahead,
-// where k is its distance from place 4 (0 to 4 on the ring of 8): refined d times, the
-// places at distance d or more fold, 7, 5, 3, 1, 0; the partition is stable after 6.
-func TestFoldAlikeWithin(t *testing.T) {
-	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
-	const P = 8
+// ringTwice is a map of the ring of TestSurprisesExact (place q shows ringTok[q])
+// with two clones per place, copies(q): first(token)+2·(q's rank among the token's
+// places), and +1. It has no moves yet: every logit is −Inf but the sink's loops.
+func ringTwice(ringTok []int) (*Model, func(q int) [2]int) {
 	m := New([]int{4, 2, 2, 2, 2, 2, 2}, 2, nil)
 	n := m.N()
 	copies := func(q int) [2]int {
@@ -401,6 +385,20 @@ func TestFoldAlikeWithin(t *testing.T) {
 	}
 	for a := range 2 {
 		m.ThetaLogits[(a*n+n-1)*n+n-1] = 0
+	}
+	return m, copies
+}
+
+// TestFoldAlikeWithin: the ring of TestFoldAlike held twice as two streams (each copy
+// of a place moves to the same copy of the next place), one copy of place 4 moving
+// back to places 3 and 5 alike. A place's copies then differ first k+1 moves ahead,
+// where k is its distance from place 4 (0 to 4 on the ring of 8): refined d times, the
+// places at distance d or more fold, 7, 5, 3, 1, 0; the partition is stable after 6.
+func TestFoldAlikeWithin(t *testing.T) {
+	const P = 8
+	m, copies := ringTwice([]int{0, 1, 2, 3, 0, 4, 5, 6})
+	n := m.N()
+	for a := range 2 {
 		for q := range P {
 			next := copies((q + P + 1 - 2*a) % P)
 			for i, s := range copies(q) {

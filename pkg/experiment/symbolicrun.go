@@ -713,8 +713,9 @@ func keepCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, cost, 
 // foldCheaply folds, on a copy of m (trained, diagnosed by d on train), the clones
 // kept (keep, updated) that are alike within tv (chmm.FoldAlikeWithin) at the fewest
 // refinements, from 1 up, after which the map pruned to keep costs at most rise bits
-// per step more than m on train (what keep drops counts too), else until stable. It returns the copy, the clones folded, the refinements
-// (0: until stable) and what fewer would have cost.
+// per step more than m on train (what keep drops counts too), else until stable. It
+// returns the copy, the clones folded, the refinements (0: until stable) and what
+// fewer would have cost.
 func foldCheaply(m *chmm.Model, train []chmm.Sequence, d *chmm.Diagnosis, keep []bool, tv, rise float64) (*chmm.Model, int, int, string, error) {
 	var tries []string
 	for depth := 1; ; depth++ {
