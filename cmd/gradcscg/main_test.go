@@ -251,7 +251,7 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 // and --trainer are set (seed 1): every -1 is a flag's "the default".
 func symbolicDefaults(env, trainer string) symbolicOptions {
 	return symbolicOptions{env: env, trainer: trainer, seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1,
-		viterbiIters: -1, chunkAbove: -1, foldAlike: -1, dropCost: -1}
+		viterbiIters: -1, chunkAbove: -1, foldAlike: -1, dropCost: -1, foldCost: -1}
 }
 
 // TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
@@ -345,6 +345,25 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != 0 {
 		t.Fatalf("--drop-cost 0: DropCost %g, err %v", s.DropCost, err)
 	}
+	if s, _, err = symbolicConfig(o); err != nil || s.FoldCost != experiment.DefaultFoldCost {
+		t.Fatalf("gradient default: FoldCost %g, err %v, want %g", s.FoldCost, err, experiment.DefaultFoldCost)
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*symbolicOptions)
+	}{
+		{"EM", func(o *symbolicOptions) { o.trainer = "em" }},
+		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }},
+		{"--clones 20", func(o *symbolicOptions) { o.clones = 20 }},
+		{"--fold-alike 0", func(o *symbolicOptions) { o.foldAlike = 0 }},
+		{"--fold-cost 0", func(o *symbolicOptions) { o.foldCost = 0 }},
+	} {
+		oc := o
+		c.set(&oc)
+		if s, _, err = symbolicConfig(oc); err != nil || s.FoldCost != 0 {
+			t.Errorf("%s: FoldCost %g, err %v, want 0", c.name, s.FoldCost, err)
+		}
+	}
 	o.dropCost, o.dropFloor, o.splitShare, o.foldCost = -1, 0.003, 0.01, 1
 	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
 		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
@@ -360,6 +379,7 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		{[]string{"--split-share", "1"}, "--split-share 1: must be"},
 		{[]string{"--doublings", "0", "--split-share", "0.01"}, "split_share=0.01: only a budget grown by splitting"},
 		{[]string{"--fold-cost", "1.5"}, "--fold-cost 1.5: must be"},
+		{[]string{"--fold-cost", "-0.5"}, "--fold-cost -0.5: must be"},
 		{[]string{"--fold-cost", "1", "--fold-alike", "0"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
 		{[]string{"--trainer", "em", "--fold-cost", "1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
 	} {

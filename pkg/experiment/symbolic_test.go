@@ -541,17 +541,22 @@ func TestTrainSymbolicChunks(t *testing.T) {
 // TestRunSymbolicFoldAlike: a gradient budget grown by splitting folds alike clones
 // before each split (room, one 5,000-step walk, 400 iterations per training: one fold
 // before the second split), counts them in its record and its progress lines, and with
-// FoldAlike 0 folds none.
+// FoldAlike 0 folds none. FoldCost (DefaultFoldCost by default) is off here: the fold is
+// FoldAlike's alone.
 func TestRunSymbolicFoldAlike(t *testing.T) {
 	env, err := gridworld.Named("room")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := DefaultSymbolic(env, TrainerGradient)
-	if err != nil || s.FoldAlike != DefaultFoldAlike {
-		t.Fatalf("DefaultSymbolic: FoldAlike %g, want %g (%v)", s.FoldAlike, DefaultFoldAlike, err)
+	if err != nil || s.FoldAlike != DefaultFoldAlike || s.FoldCost != DefaultFoldCost {
+		t.Fatalf("DefaultSymbolic: FoldAlike %g, FoldCost %g, want %g, %g (%v)", s.FoldAlike, s.FoldCost, DefaultFoldAlike, DefaultFoldCost, err)
 	}
-	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 5000, 1000, 2, 400
+	if em, _ := DefaultSymbolic(env, TrainerEM); em.FoldCost != 0 || s.FixedBudget(0).FoldCost != 0 || SizeSmoke.Symbolic(s).FoldCost != 0 {
+		t.Errorf("FoldCost set where no budget is grown by splitting with alike clones folded: EM %g, fixed %g, small %g",
+			em.FoldCost, s.FixedBudget(0).FoldCost, SizeSmoke.Symbolic(s).FoldCost)
+	}
+	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters, s.FoldCost = 1, 5000, 1000, 2, 400, 0
 	var progress strings.Builder
 	for _, c := range []struct {
 		tv   float64
