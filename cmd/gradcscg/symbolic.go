@@ -313,7 +313,7 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	switch {
 	case o.foldCost >= 0:
 		s.FoldCost = o.foldCost
-	case s.Doublings == 0 || s.FoldAlike == 0:
+	case s.FoldAlike == 0: // a fixed budget (FixedBudget) has none already
 		s.FoldCost = 0 // the default folds by depth only where alike clones are folded before splits
 	}
 	if o.checkpoint != "" && (s.Doublings == 0 || o.loadPath != "") {
