@@ -112,6 +112,11 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: text %q", tc.name, v.Text)
 		}
 	}
+	// Learned by rote (tiled, gradient seed 3, 150,000 steps): twice the steps, a number.
+	rote := Diagnosis{TrainBits: 0.0007, HeldOutBits: 0.0335, HeldOutSteps: 150000, Determinism: 1, Steps: 150000, Walks: 1, UsedClones: 283, Clones: 550}
+	if v := rote.Judge(ExactTokens); !slices.Equal(v.Problems, []string{ProblemData}) || !strings.Contains(v.Text, "twice its 150000 training steps") {
+		t.Errorf("learned by rote: problems %v, text %q; want data, twice its 150000 training steps", v.Problems, v.Text)
+	}
 	// A merged map whose trainer split past it (tiled from MNIST, seed 2: two rounds,
 	// each costing more held out) is not told to split more.
 	merged := Diagnosis{TrainBits: 0.31, HeldOutBits: 0.40, HeldOutSteps: 150000, Determinism: 0.999, Steps: 150000, UsedClones: 120, Clones: 138,
