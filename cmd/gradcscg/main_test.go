@@ -364,8 +364,8 @@ func TestSymbolicChunkAbove(t *testing.T) {
 			t.Errorf("%s: FoldCost %g, err %v, want 0", c.name, s.FoldCost, err)
 		}
 	}
-	o.dropCost, o.dropFloor, o.splitShare, o.foldCost = -1, 0.003, 0.01, 1
-	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
+	o.dropCost, o.dropFloor, o.splitShare, o.foldCost, o.splitSurprised = -1, 0.003, 0.01, 1, true
+	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 || !s.SplitSurprised {
 		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
 			s.DropFloor, s.SplitShare, s.FoldCost, err)
 	}
@@ -382,6 +382,8 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		{[]string{"--fold-cost", "-0.5"}, "--fold-cost -0.5: must be"},
 		{[]string{"--fold-cost", "1", "--fold-alike", "0"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
 		{[]string{"--trainer", "em", "--fold-cost", "1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
+		{[]string{"--trainer", "em", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
+		{[]string{"--doublings", "0", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
 	} {
 		code, _, errOut = run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
 		if code == 0 {

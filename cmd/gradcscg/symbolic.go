@@ -36,6 +36,7 @@ type symbolicOptions struct {
 	dropCost             float64
 	dropFloor            float64
 	splitShare           float64
+	splitSurprised       bool
 	foldCost             float64
 	checkpoint           string
 	restarts             int
@@ -71,6 +72,7 @@ func runSymbolic(args []string) error {
 	fs.Float64Var(&o.dropCost, "drop-cost", -1, "gradient trainer, budget grown by splitting: before each split, drop the clones under the largest share of their token's visits (1%, 0.5%, 0.2%, 0.1%, 0.05%) whose dropping raises the training walks' bits per step by at most this fraction, else keep every visited clone (-1: 0.05; 0: drop those under 1% whatever it costs)")
 	fs.Float64Var(&o.dropFloor, "drop-floor", 0, "gradient trainer, budget grown by splitting: a rise in the training walks' bits per step that a drop before a split may always cost, whatever --drop-cost allows (0: none)")
 	fs.Float64Var(&o.foldCost, "fold-cost", -1, "budget grown by splitting, with --fold-alike: before each split after the first, fold the clones alike for the fewest moves ahead (1, 2, …) whose folding gives back at most this fraction of what the last split gained in the training walks' bits per step, else those alike however far ahead (-1: 0.5 for the gradient trainer where alike clones are folded, else 0; 0: only those alike however far ahead, as --fold-alike alone)")
+	fs.BoolVar(&o.splitSurprised, "split-surprised", false, "gradient trainer, budget grown by splitting: when the map fits its training walks but is surprised beyond localising (merged), split only the kept clones its Viterbi paths hold one step before a surprise, not every kept clone")
 	fs.Float64Var(&o.splitShare, "split-share", 0, "budget grown by splitting: split only the kept clones with at least this share of their token's visits along the training walks' Viterbi paths, keeping the others as they are (0: split every kept clone)")
 	fs.IntVar(&o.grow, "grow", -1, "let the clone budget size itself: while the map cannot predict its own training walks, double the budget of every token that uses all its clones and train again, at most this many times (-1: 3, or 0 when --clones or --clones-for sets the budget; 0: the budget as given)")
 	fs.IntVar(&o.doublings, "doublings", -1, "grow the budget by splitting: start from one clone per token and, while the map cannot predict its own training walks (for EM, before or after a hard phase run on a copy), keep the clones its training paths use (EM: any visit; gradient: at least 1% of their token's visits, or less as --drop-cost says), split each in two and train on, at most this many times (one start; -1: 16, or 0 when --clones, --clones-for, --grow or --restarts >1 is given; 0: the reference budget, which may double as --grow says, from 3 starts for EM, up to 5 for the gradient trainer)")
@@ -310,6 +312,7 @@ func symbolicConfig(o symbolicOptions) (experiment.Symbolic, *gridworld.Env, err
 	}
 	s.DropFloor = o.dropFloor
 	s.SplitShare = o.splitShare
+	s.SplitSurprised = o.splitSurprised
 	switch {
 	case o.foldCost >= 0:
 		s.FoldCost = o.foldCost

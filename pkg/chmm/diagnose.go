@@ -89,7 +89,7 @@ func DiagnoseConfused(m *Model, train, heldOut []Sequence, c [][]float64, worker
 			return ll, err
 		}
 	}
-	ll, surprised, err := forwardStats(m, train, c, workers)
+	ll, surprised, err := forwardStats(m, train, c, workers, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -233,8 +233,9 @@ func walkPaths(det []bool, pred []int, n int, walks []Sequence, paths [][]int) (
 // and the steps after the first of each sequence whose token had probability below
 // ½ given the steps before (the forward pass's normaliser c_t), from one forward pass.
 // With hard tokens a sequence whose probability-space pass underflows is redone in
-// log space, as LogLikelihood does.
-func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float64, int, error) {
+// log space, as LogLikelihood does. If at is not nil, at[q] receives those steps of
+// sequence q, in order.
+func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int, at [][]int) (float64, int, error) {
 	if err := m.Check(seqs); err != nil {
 		return 0, 0, err
 	}
@@ -256,9 +257,12 @@ func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float6
 		ll, step, ok := fw(seqs[q], p.pi, &work[w])
 		if ok {
 			lls[q] = ll
-			for _, ct := range work[w].scale[1:seqs[q].Len()] {
+			for t, ct := range work[w].scale[1:seqs[q].Len()] {
 				if ct < 0.5 {
 					count[q]++
+					if at != nil {
+						at[q] = append(at[q], t+1)
+					}
 				}
 			}
 			return nil
@@ -267,9 +271,12 @@ func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float6
 			return zeroProbError(q, step)
 		}
 		once.Do(func() { lp = newLogParams(m) })
-		ll, step, ok = lp.logForwardSteps(seqs[q], func(_ int, logC float64) {
+		ll, step, ok = lp.logForwardSteps(seqs[q], func(t int, logC float64) {
 			if logC < -math.Ln2 {
 				count[q]++
+				if at != nil {
+					at[q] = append(at[q], t)
+				}
 			}
 		})
 		if !ok {
@@ -288,6 +295,32 @@ func forwardStats(m *Model, seqs []Sequence, c [][]float64, workers int) (float6
 		n += count[q]
 	}
 	return ll, n, nil
+}
+
+// SurprisedStates marks the states that the Viterbi paths of seqs (ViterbiAll) hold
+// one step before each step that surprises m (Diagnosis.Surprises: the forward pass
+// gave its token probability below ½), and returns the mask and how many it marks: a
+// clone that stands for several places, told apart only by what comes next, is where
+// a path stands before the surprise.
+func SurprisedStates(m *Model, seqs []Sequence, workers int) ([]bool, int, error) {
+	at := make([][]int, len(seqs))
+	if _, _, err := forwardStats(m, seqs, nil, workers, at); err != nil {
+		return nil, 0, err
+	}
+	paths, _, err := ViterbiAll(m, seqs, workers)
+	if err != nil {
+		return nil, 0, err
+	}
+	mask, n := make([]bool, m.N()), 0
+	for q, steps := range at {
+		for _, t := range steps {
+			if i := paths[q][t-1]; !mask[i] {
+				mask[i] = true
+				n++
+			}
+		}
+	}
+	return mask, n, nil
 }
 
 func bitsPerStep(ll float64, steps int) float64 {

@@ -192,11 +192,11 @@ func TestMisses(t *testing.T) {
 	// after o_1 is (.8, .2), so p(o_2 = 1 | o_1 = 0) under action 0 (0→1, 1→0) is
 	// .8·.8 + .2·.2 = .68 and p(o_2 = 0) = .32 < ½: one surprise of one step.
 	m := alternator()
-	_, got, err := forwardStats(m, []Sequence{{Obs: []int{0, 0, 1, 0}, Actions: []int{1, 1, 0}}}, nil, 1)
+	_, got, err := forwardStats(m, []Sequence{{Obs: []int{0, 0, 1, 0}, Actions: []int{1, 1, 0}}}, nil, 1, nil)
 	if err != nil || got != 0 {
 		t.Errorf("hard: %d surprises (%v), want 0", got, err)
 	}
-	_, got, err = forwardStats(m, []Sequence{{Obs: []int{0, 0}, Actions: []int{0}}}, [][]float64{{0.8, 0.2}, {0.2, 0.8}}, 1)
+	_, got, err = forwardStats(m, []Sequence{{Obs: []int{0, 0}, Actions: []int{0}}}, [][]float64{{0.8, 0.2}, {0.2, 0.8}}, 1, nil)
 	if err != nil || got != 1 {
 		t.Errorf("through C: %d surprises (%v), want 1", got, err)
 	}
@@ -268,6 +268,14 @@ func TestSurprisesExact(t *testing.T) {
 	}
 	if v := dm.Judge(ExactTokens); !slices.Contains(v.Problems, ProblemMerged) {
 		t.Errorf("merged map: %+v, want merged", v)
+	}
+	// Every surprise follows a step in the merged clone, and no other state.
+	mask, nm, err := SurprisedStates(merged, []Sequence{walk}, 1)
+	if err != nil || nm != 1 || !mask[0] {
+		t.Errorf("merged map: surprised states %v (%d, %v), want state 0 alone", mask, nm, err)
+	}
+	if _, nt, err := SurprisedStates(truth, []Sequence{walk}, 1); err != nil || nt > 1 {
+		t.Errorf("true map: %d surprised states (%v), want at most one", nt, err)
 	}
 }
 

@@ -113,6 +113,13 @@ type Symbolic struct {
 	// a part of one); the others are kept as they are. 0: split every kept clone (the
 	// default).
 	SplitShare float64 `json:"split_share,omitempty"`
+	// SplitSurprised makes a gradient map that fits its training walks but is merged
+	// (surprised beyond localising, chmm.ExactSurprises) split, of its kept clones, only
+	// those its Viterbi paths hold one step before a surprise (chmm.SurprisedStates,
+	// measured after the fold), where every kept clone is split otherwise: the clones
+	// that still stand for several places, not the whole map again. false: every kept
+	// clone (the default).
+	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
 	// after every split, and from which a run of the same experiment resumes: an
@@ -312,6 +319,8 @@ func (s Symbolic) Validate() error {
 		"drop_floor=%g: only the gradient trainer's budget grown by splitting, with drop_cost > 0, drops by cost", s.DropFloor)
 	add(s.SplitShare >= 0 && s.SplitShare < 1, "split_share=%g (need 0 ≤ split_share < 1)", s.SplitShare)
 	add(s.SplitShare == 0 || s.Doublings > 0, "split_share=%g: only a budget grown by splitting (doublings > 0) splits", s.SplitShare)
+	add(!s.SplitSurprised || (s.Trainer == TrainerGradient && s.Doublings > 0),
+		"split_surprised: only the gradient trainer's budget grown by splitting (doublings > 0) splits merged maps")
 	add(s.Checkpoint == "" || s.Doublings > 0, "checkpoint %q: only a budget grown by splitting (doublings > 0) has checkpoints", s.Checkpoint)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
@@ -607,6 +616,25 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 			}
 			splitWhat = fmt.Sprintf(", the %d of them with %g%% of their token's visits or more", nsplit, 100*s.SplitShare)
+		}
+		if merged && s.SplitSurprised {
+			surprised, n, err := chmm.SurprisedStates(m, train, 0)
+			if err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
+			}
+			if n > 0 { // none: every surprise was localising, so split every kept clone
+				if split != nil {
+					n = 0
+					for i := range surprised {
+						surprised[i] = surprised[i] && split[i]
+						if surprised[i] {
+							n++
+						}
+					}
+				}
+				split = surprised
+				splitWhat += fmt.Sprintf(", the %d of them a surprise follows", n)
+			}
 		}
 		if m, err = chmm.SplitSome(m, split, 0.1, rng); err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
