@@ -3,6 +3,7 @@ package experiment
 import (
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // TestEMStartComparison is a measurement, not a check (skipped unless EMSTART_ENVS
 // names environments): soft EM (200 iterations, no splits, no Viterbi iterations)
 // from the near-uniform start (chmm.New) and from the original CSCG's random one
-// (chmm.NewRandom) on each environment's reference walks and budget, seeds 1–3. It
+// (chmm.NewRandom) on each environment's reference walks and budget, seeds 1–3
+// (EMSTART_SEEDS=N: 1–N). It
 // prints bits per step after 10, 30, 100 and 200 iterations and the iterations to
 // come within 0.01 bits of the 200th. README, "Symbolic maps":
 //
@@ -25,11 +27,22 @@ func TestEMStartComparison(t *testing.T) {
 	if envs == "" {
 		t.Skip("a measurement: set EMSTART_ENVS")
 	}
+	seeds := uint64(3)
+	if v := os.Getenv("EMSTART_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("EMSTART_SEEDS=%q: want an integer ≥ 1", v)
+		}
+		seeds = uint64(n)
+	}
 	for _, name := range strings.Split(envs, ",") {
-		env, _ := gridworld.Named(name)
+		env, err := gridworld.Named(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		d := env.Defaults()
 		tok := NewTokens(env)
-		for seed := uint64(1); seed <= 3; seed++ {
+		for seed := uint64(1); seed <= seeds; seed++ {
 			var train []chmm.Sequence
 			for _, ep := range SymbolicTrainingWalks(env, seed, d.Episodes, d.Steps) {
 				train = append(train, tok.Sequence(ep))
