@@ -366,8 +366,8 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	}
 	o.dropCost, o.dropFloor, o.splitShare, o.foldCost, o.splitSurprised = -1, 0.003, 0.01, 1, true
 	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 || !s.SplitSurprised {
-		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
-			s.DropFloor, s.SplitShare, s.FoldCost, err)
+		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1 --split-surprised: DropFloor %g, SplitShare %g, FoldCost %g, SplitSurprised %v, err %v",
+			s.DropFloor, s.SplitShare, s.FoldCost, s.SplitSurprised, err)
 	}
 	for _, c := range []struct {
 		args []string
