@@ -364,10 +364,14 @@ func TestSymbolicChunkAbove(t *testing.T) {
 			t.Errorf("%s: FoldCost %g, err %v, want 0", c.name, s.FoldCost, err)
 		}
 	}
-	o.dropCost, o.dropFloor, o.splitShare, o.foldCost, o.splitSurprised = -1, 0.003, 0.01, 1, true
-	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 || !s.SplitSurprised {
-		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1 --split-surprised: DropFloor %g, SplitShare %g, FoldCost %g, SplitSurprised %v, err %v",
-			s.DropFloor, s.SplitShare, s.FoldCost, s.SplitSurprised, err)
+	o.dropCost, o.dropFloor, o.splitShare, o.foldCost = -1, 0.003, 0.01, 1
+	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
+		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
+			s.DropFloor, s.SplitShare, s.FoldCost, err)
+	}
+	o.splitShare, o.splitSurprised = 0, true
+	if s, _, err = symbolicConfig(o); err != nil || !s.SplitSurprised {
+		t.Fatalf("--split-surprised: SplitSurprised %v, err %v", s.SplitSurprised, err)
 	}
 	for _, c := range []struct {
 		args []string
@@ -384,6 +388,7 @@ func TestSymbolicChunkAbove(t *testing.T) {
 		{[]string{"--trainer", "em", "--fold-cost", "1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
 		{[]string{"--trainer", "em", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
 		{[]string{"--doublings", "0", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
+		{[]string{"--split-surprised", "--split-share", "0.01"}, "split_surprised and split_share=0.01: choose one"},
 	} {
 		code, _, errOut = run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
 		if code == 0 {

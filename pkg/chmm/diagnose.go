@@ -485,14 +485,16 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 		v.Text = "resolved (" + nums + ")"
 		return v
 	}
-	dataAdvice := "more or longer training walks (the map fits its training walks far better than new ones)"
-	if d.Steps > 0 {
-		// tiled, gradient seed 3: flagged at 150,000 steps, recovered at 300,000 (README).
-		dataAdvice = fmt.Sprintf("more or longer training walks, say twice its %d training steps (the map fits its training walks far better than new ones)", d.Steps)
-	}
-	if noisy {
+	var dataAdvice string
+	switch {
+	case noisy:
 		dataAdvice = fmt.Sprintf("more or longer training walks (%d steps for %d used clones: fewer than %d per clone, too few to learn each clone's moves)",
 			d.Steps, d.UsedClones, NoisyStepsPerClone)
+	case d.Steps > 0:
+		// tiled, gradient seed 3: flagged at 150,000 steps, recovered at 300,000 (README).
+		dataAdvice = fmt.Sprintf("more or longer training walks, say twice its %d training steps (the map fits its training walks far better than new ones)", d.Steps)
+	default:
+		dataAdvice = "more or longer training walks (the map fits its training walks far better than new ones)"
 	}
 	var try []string
 	for _, p := range v.Problems {

@@ -119,7 +119,8 @@ type Symbolic struct {
 	// measured after the fold), where every kept clone is split otherwise: the clones
 	// that still stand for several places, not the whole map again. false: every kept
 	// clone (the default; on tiled seed 3 and cscg_empty seed 6 the targeted splits
-	// were folded back and the maps stayed merged, README "Bigger worlds").
+	// were folded back and the maps stayed merged, README "Bigger worlds"). Not with
+	// SplitShare.
 	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
@@ -322,6 +323,7 @@ func (s Symbolic) Validate() error {
 	add(s.SplitShare == 0 || s.Doublings > 0, "split_share=%g: only a budget grown by splitting (doublings > 0) splits", s.SplitShare)
 	add(!s.SplitSurprised || (s.Trainer == TrainerGradient && s.Doublings > 0),
 		"split_surprised: only the gradient trainer's budget grown by splitting (doublings > 0) splits merged maps")
+	add(!s.SplitSurprised || s.SplitShare == 0, "split_surprised and split_share=%g: choose one way to pick the clones split", s.SplitShare)
 	add(s.Checkpoint == "" || s.Doublings > 0, "checkpoint %q: only a budget grown by splitting (doublings > 0) has checkpoints", s.Checkpoint)
 	if s.Doublings > 0 {
 		add(s.Restarts <= 1, "doublings=%d trains one start (restarts=%d)", s.Doublings, s.Restarts)
@@ -623,18 +625,9 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 			}
-			if n > 0 { // none: every surprise was localising, so split every kept clone
-				if split != nil {
-					n = 0
-					for i := range surprised {
-						surprised[i] = surprised[i] && split[i]
-						if surprised[i] {
-							n++
-						}
-					}
-				}
+			if n > 0 { // none: the folded map is not surprised, so split every kept clone
 				split = surprised
-				splitWhat += fmt.Sprintf(", the %d of them a surprise follows", n)
+				splitWhat = fmt.Sprintf(", the %d of them a surprise follows", n)
 			}
 		}
 		if m, err = chmm.SplitSome(m, split, 0.1, rng); err != nil {
