@@ -29,6 +29,7 @@ type trainOptions struct {
 	quiet, reevaluate                                            bool
 	set                                                          *flag.FlagSet // to tell which flags were given
 	episodes, steps, jointIters, clones, jitter, gradFrames      int
+	pretrainIters                                                int
 	finalGrow                                                    int
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
 	collapseLevel, stopChurn, finalChunkAbove                    float64
@@ -50,6 +51,7 @@ func runTrain(args []string) error {
 	f.IntVar(&o.episodes, "episodes", 0, "training episodes (0: default)")
 	f.IntVar(&o.steps, "steps", 0, "steps per training episode (0: default)")
 	f.IntVar(&o.jointIters, "joint-iters", -1, "joint-phase iterations, the most with --stop-churn (-1: default)")
+	f.IntVar(&o.pretrainIters, "pretrain-iters", -1, "before the joint phase, train the HMM alone on the warm-up's tokens for at most this many Adam iterations (-1: default 0, off: the joint phase starts from a near-uniform HMM, as the paper)")
 	f.Float64Var(&o.stopChurn, "stop-churn", -1, "end the joint phase when at most this share of a fixed sample of training frames changed token since the last checkpoint, after the α_div anneal, which starts at the first such checkpoint (-1: default; 0: run --joint-iters iterations)")
 	f.IntVar(&o.clones, "clones", 0, "clones per token in the joint phase (0: default)")
 	f.Float64Var(&o.alphaDiv, "alpha-div", -1, "diversity-penalty weight α_div (-1: default 1, the paper 0.1; 0 disables it)")
@@ -182,6 +184,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 		cfg = cfg.WithArch(o.arch) // before the overrides: it sets arch-dependent defaults
 	}
 	override(&cfg.JointIters, o.jointIters)
+	override(&cfg.PretrainIters, o.pretrainIters)
 	override(&cfg.StopChurn, o.stopChurn)
 	override(&cfg.CollapseFrac, o.collapseFrac)
 	override(&cfg.GradFrames, o.gradFrames)

@@ -101,6 +101,9 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.JointIters != d.JointIters {
 		name += fmt.Sprintf("_joint%d", cfg.JointIters)
 	}
+	if cfg.PretrainIters != d.PretrainIters {
+		name += fmt.Sprintf("_pretrain%d", cfg.PretrainIters)
+	}
 	if cfg.StopChurn != d.StopChurn {
 		name += fmt.Sprintf("_churn%g", cfg.StopChurn)
 	}

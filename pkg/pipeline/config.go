@@ -131,6 +131,12 @@ type Config struct {
 	Clones int    `json:"clones"` // clones per token (uniform), or the mean for BudgetShare (env)
 	Budget string `json:"budget"` // BudgetUniform, or BudgetShare where the env budgets per class
 
+	// PretrainIters, if > 0, trains the HMM alone on the warm-up's hard tokens (the
+	// finalisation's Adam settings, no clone splitting, at most this many iterations)
+	// before the joint phase, which then starts from a map of the walks instead of
+	// chmm.New's near-uniform rows. 0: the joint phase starts from chmm.New (the paper).
+	PretrainIters int `json:"pretrain_iters"`
+
 	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
 	JointIters int     `json:"joint_iters"` // iterations, each one minibatch of JointBatch chunks (1500)
 	ChunkLen   int     `json:"chunk_len"`   // T of a chunk (256)
@@ -373,6 +379,7 @@ func (c Config) Validate() error {
 	add(c.Jitter >= 0 && c.Jitter < 28, "jitter=%d (need 0..27 pixels)", c.Jitter)
 	add(c.Budget == BudgetUniform || c.Budget == BudgetShare, "budget=%q (want %q or %q)", c.Budget, BudgetUniform, BudgetShare)
 	add(c.JointIters >= 0, "joint_iters=%d (need ≥ 0)", c.JointIters)
+	add(c.PretrainIters >= 0, "pretrain_iters=%d (need ≥ 0)", c.PretrainIters)
 	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
 	add(c.JointBatch >= 1 && c.JointBatch <= 1024, "joint_batch=%d (need 1..1024)", c.JointBatch)
 	add(c.GradFrames >= 0 && c.GradFrames <= 1<<20, "grad_frames=%d (need 0..%d)", c.GradFrames, 1<<20)
@@ -466,7 +473,7 @@ var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
 	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
-	"final_chunk_above": true,
+	"final_chunk_above": true, "pretrain_iters": true,
 }
 
 // runConfigLegacy is what the fields that older versions fixed in code meant when a

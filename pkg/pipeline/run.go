@@ -532,6 +532,20 @@ func (r *runner) warmup() error {
 		return err
 	}
 	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
+	r.addSeconds("compact", start)
+	if cfg.PretrainIters > 0 {
+		start = time.Now()
+		gc := chmm.GradConfig{Iters: cfg.PretrainIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
+			Patience: cfg.FinalPatience, Tol: cfg.FinalTol, Seed: cfg.Seed, Stop: r.ctx.Err}
+		h, err := r.trainShown(hmm, r.d.sequences(tokens), gc, "HMM pre-training")
+		if err != nil {
+			return fmt.Errorf("pipeline: HMM pre-training: %w", err)
+		}
+		r.st.Made.AddRun(evaluate.TrainerRun{Name: "pretrain", Iterations: len(h.LogLik), Stop: h.Stop,
+			ChunkLen: h.ChunkLen, Batch: h.Batch})
+		r.addSeconds("pretrain", start)
+		start = time.Now()
+	}
 	if r.joint, err = NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
 		return err
 	}

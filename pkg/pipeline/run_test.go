@@ -855,3 +855,46 @@ func sameFinalisation(t *testing.T, a, b string) {
 		}
 	}
 }
+
+// TestPretrainStartsJointFromAMap: with Config.PretrainIters the joint phase starts
+// from an HMM trained on the warm-up's tokens, which explains its first batch far
+// better than chmm.New's near-uniform rows, and the report records the pre-training.
+func TestPretrainStartsJointFromAMap(t *testing.T) {
+	first := func(cfg Config) (nll float64, rep *evaluate.Report) {
+		t.Helper()
+		dir := t.TempDir()
+		rep, err := Run(context.Background(), dir, cfg, progressOut())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := LoadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return phaseRows(res.History, PhaseJoint)[0].NLLPerStep, rep
+	}
+	cfg := tinyConfig(t)
+	cold, repCold := first(cfg)
+	cfg.PretrainIters = 300
+	warm, repWarm := first(cfg)
+	t.Logf("HMM term of the first joint step: %.4f nats per step cold, %.4f pre-trained", cold, warm)
+	if !(warm < cold-0.5) {
+		t.Errorf("pre-trained first joint NLL %.4f, want at least 0.5 nats per step below the cold start's %.4f", warm, cold)
+	}
+	runs := func(rep *evaluate.Report) map[string]int {
+		m := map[string]int{}
+		for _, run := range rep.Training.Runs {
+			m[run.Name] = run.Iterations
+		}
+		return m
+	}
+	if n, ok := runs(repWarm)["pretrain"]; !ok || n < 2 || n > cfg.PretrainIters+1 {
+		t.Errorf("pre-trained run's training runs %v, want a pretrain run of at most %d iterations", runs(repWarm), cfg.PretrainIters+1)
+	}
+	if _, ok := runs(repCold)["pretrain"]; ok {
+		t.Errorf("cold run records a pre-training: %v", runs(repCold))
+	}
+	if repWarm.Seconds["pretrain"] <= 0 || repCold.Seconds["pretrain"] != 0 {
+		t.Errorf("pretrain seconds %g (pre-trained) and %g (cold), want > 0 and 0", repWarm.Seconds["pretrain"], repCold.Seconds["pretrain"])
+	}
+}
