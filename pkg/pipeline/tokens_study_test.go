@@ -1,0 +1,65 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// TestTokensStudy scores the hard tokens that VQ-VAE checkpoints of a run directory
+// give its training frames against their classes (labels: evaluation only), one line
+// per token and per class. TOKENS_RUN=DIR:FILE,FILE (warm-up, joint or final
+// checkpoints; a warm-up checkpoint's codebook is the one before recentring).
+//
+//	TOKENS_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt,vqvae.ckpt go test ./pkg/pipeline -run TestTokensStudy -v
+func TestTokensStudy(t *testing.T) {
+	spec := os.Getenv("TOKENS_RUN")
+	if spec == "" {
+		t.Skip("a measurement: set TOKENS_RUN=DIR:FILE,FILE")
+	}
+	dir, files, ok := strings.Cut(spec, ":")
+	if !ok {
+		t.Fatalf("TOKENS_RUN=%q: want DIR:FILE,FILE", spec)
+	}
+	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := loadData(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := make([]int, len(d.allFrames))
+	for i, f := range d.allFrames {
+		classes[i] = d.train.Label(f)
+	}
+	backend, _, err := hmmgraph.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Split(files, ",") {
+		m, err := vqvae.Load(backend, filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := d.encodeAll(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := evaluate.ScoreTokens(tokens, classes, nil)
+		fmt.Printf("%s: purity %.3f, H(token | class) %.3f, H(class | token) %.3f nats, perplexity %.2f, %d active codes\n",
+			f, q.Purity, q.HTokenGivenClass, q.HClassGivenToken, q.Perplexity, q.Active)
+		for _, s := range q.Tokens {
+			fmt.Printf("  token %d: %d frames, %.3f of them class %d\n", s.Token, s.Frames, s.Purity, s.MajorityClass)
+		}
+		for _, c := range q.Classes {
+			fmt.Printf("  class %d: %d frames, %.3f of them token %d\n", c.Class, c.Frames, c.Share, c.MajorityToken)
+		}
+	}
+}

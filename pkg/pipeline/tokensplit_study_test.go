@@ -1,0 +1,318 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+)
+
+// TestTokenSplitStudy asks, of finished pixel runs (SPLIT_RUNS: comma-separated run
+// directories), whether a token's frames are two kinds of image kept at different
+// clones, without labels: the clones the Viterbi paths of the training walks put a
+// token's frames at (those with at least splitMinVisits frames) are split in two by
+// 2-means on their mean encoder latents, and each frame is given the group whose mean
+// latent is nearer. Cohen's κ between that and the group of its clone is near 0 when
+// the token is one kind of image at many places and high when its places show two
+// kinds. The classes of each group are printed from the labels, for evaluation only.
+// With SPLIT_REFINALISE=1, every token with κ ≥ splitKappa (and at least 5% of its
+// frames in each group) becomes two codes at its groups' mean latents, the training
+// frames are re-encoded by the nearest code, and a map is finalised on them with the
+// run's config and scored (SPLIT_JSON=FILE: the report; an absolute path). README,
+// "Bigger worlds":
+//
+//	SPLIT_REFINALISE=1 SPLIT_RUNS=$PWD/runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestTokenSplitStudy -v -timeout 1h
+func TestTokenSplitStudy(t *testing.T) {
+	dirs := os.Getenv("SPLIT_RUNS")
+	if dirs == "" {
+		t.Skip("set SPLIT_RUNS to finished run directories")
+	}
+	for _, dir := range strings.Split(dirs, ",") {
+		res, err := LoadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := loadData(res.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := d.encodeAll(res.VQVAE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var zs [][]float32
+		for s := 0; s < len(d.allFrames); s += 4096 {
+			z, err := res.VQVAE.Latents(d.train.Floats(d.allFrames[s:min(s+4096, len(d.allFrames))], nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			zs = append(zs, z...)
+		}
+		paths, _, err := chmm.ViterbiAll(res.HMM, d.sequences(tokens), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clone := slices.Concat(paths...)
+		fmt.Printf("%s (%d training frames)\n", dir, len(tokens))
+		rows := res.VQVAE.Codebook()
+		for i := range rows {
+			rows[i] = slices.Clone(rows[i])
+		}
+		for k := range res.HMM.K() {
+			byClone := map[int][]int{}
+			n := 0
+			for f, tk := range tokens {
+				if tk == k {
+					byClone[clone[f]] = append(byClone[clone[f]], f)
+					n++
+				}
+			}
+			s := splitToken(byClone, zs)
+			if s == nil {
+				fmt.Printf("  token %d: %d frames, fewer than 2 clones with %d visits\n", k, n, splitMinVisits)
+				continue
+			}
+			classes := [2]map[int]int{{}, {}}
+			for c, g := range s.group {
+				for _, f := range byClone[c] {
+					classes[g][d.train.Label(d.allFrames[f])]++
+				}
+			}
+			fmt.Printf("  token %d: %d frames at %d clones, groups of %d and %d clones (%.2f/%.2f of the frames): κ %.3f | classes %s | %s\n",
+				k, n, len(s.group), s.clones[0], s.clones[1], s.share[0], s.share[1], s.kappa, topClasses(classes[0]), topClasses(classes[1]))
+			if s.kappa >= splitKappa && min(s.share[0], s.share[1]) >= 0.05 {
+				rows[k] = toF32(s.means[0])
+				rows = append(rows, toF32(s.means[1]))
+			}
+		}
+		if os.Getenv("SPLIT_REFINALISE") == "" || len(rows) == res.HMM.K() {
+			continue
+		}
+		refinalise(t, res, d, rows)
+	}
+}
+
+// refinalise gives res's encoder the codebook rows, re-encodes the training frames,
+// finalises a map on them as res's config does and prints its report.
+func refinalise(t *testing.T, res *Result, d *data, rows [][]float32) {
+	cfg := res.Config
+	vq, err := withCodebook(res.VQVAE, rows, cfg.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := d.encodeAll(vq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(rows)
+	share := make([]float64, k)
+	for _, x := range tokens {
+		share[x] += 1 / float64(len(tokens))
+	}
+	fmt.Printf("refinalising with %d codes (was %d); token shares %.3f\n", k, res.HMM.K(), share)
+	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
+	start := time.Now()
+	var hmm *chmm.Model
+	if cfg.FinalTrainer == FinalEM {
+		hmm, err = r.finaliseEM(d.sequences(tokens), k, res.HMM.NumActions)
+	} else {
+		hmm, err = r.finalise(d.sequences(tokens), share, chmm.New(chmm.UniformClones(k, 1), res.HMM.NumActions, rand.New(rand.NewPCG(1, 1))))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.st.Made.Confusion != nil {
+		b, _ := json.Marshal(r.st.Made.Confusion)
+		hmm.Meta = map[string]string{ConfusionMeta: string(b)}
+	}
+	final := time.Since(start).Seconds()
+	rep, err := Evaluate(vq, hmm, d.env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diagnosis, err = diagnose(d, cfg, vq, hmm, &r.st.Made); err != nil {
+		t.Fatal(err)
+	}
+	rep.Seconds = map[string]float64{PhaseFinal: final}
+	made := r.st.Made
+	made.Episodes, made.Steps, made.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	rep.Trainer, rep.Training = "joint (tokens split, finalisation redone)", &made
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+	if out := os.Getenv("SPLIT_JSON"); out != "" {
+		if err := rep.WriteJSON(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// withCodebook copies src's networks into a VQ-VAE whose codebook is rows.
+func withCodebook(src *vqvae.Model, rows [][]float32, seed uint64) (*vqvae.Model, error) {
+	keep := make([]int, len(rows)) // compact copies the networks; the codebook is replaced below
+	for i := range keep {
+		keep[i] = min(i, src.Config().K-1)
+	}
+	dst, err := compact(src, keep, seed)
+	if err != nil {
+		return nil, err
+	}
+	e, n, s := vqvae.CodebookVars(dst.Scope())
+	flat := slices.Concat(rows...)
+	ones := make([]float32, len(rows))
+	for i := range ones {
+		ones[i] = 1
+	}
+	d := dst.Config().D
+	for _, x := range []struct {
+		v *model.Variable
+		t *tensors.Tensor
+	}{{e, tensors.FromFlatDataAndDimensions(flat, len(rows), d)}, {n, tensors.FromFlatDataAndDimensions(ones, len(rows))},
+		{s, tensors.FromFlatDataAndDimensions(slices.Clone(flat), len(rows), d)}} {
+		if err := x.v.SetValue(x.t); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+// splitKappa is the κ at which the study splits a token.
+const splitKappa = 0.5
+
+// splitMinVisits is the fewest frames of a clone that splitToken groups.
+const splitMinVisits = 30
+
+type tokenSplit struct {
+	group  map[int]int // clone → 0 or 1
+	clones [2]int
+	share  [2]float64   // of the grouped frames
+	kappa  float64      // Cohen's κ: nearest group mean of a frame's latent vs its clone's group
+	means  [2][]float64 // the groups' mean latents
+}
+
+// splitToken groups the clones of byClone (clone → frames) with at least
+// splitMinVisits frames by weighted 2-means on their mean latents (from the farthest
+// pair) and scores the split; nil with fewer than two such clones.
+func splitToken(byClone map[int][]int, zs [][]float32) *tokenSplit {
+	var cl []int
+	for c, fs := range byClone {
+		if len(fs) >= splitMinVisits {
+			cl = append(cl, c)
+		}
+	}
+	if len(cl) < 2 {
+		return nil
+	}
+	sort.Ints(cl)
+	dim := len(zs[0])
+	mu := map[int][]float64{}
+	for _, c := range cl {
+		m := make([]float64, dim)
+		for _, f := range byClone[c] {
+			for j, v := range zs[f] {
+				m[j] += float64(v) / float64(len(byClone[c]))
+			}
+		}
+		mu[c] = m
+	}
+	sq := func(a []float64, b []float64) float64 {
+		s := 0.0
+		for j := range a {
+			s += (a[j] - b[j]) * (a[j] - b[j])
+		}
+		return s
+	}
+	var c0, c1 []float64
+	for best, i := -1.0, 0; i < len(cl); i++ {
+		for _, y := range cl[i+1:] {
+			if d := sq(mu[cl[i]], mu[y]); d > best {
+				c0, c1, best = slices.Clone(mu[cl[i]]), slices.Clone(mu[y]), d
+			}
+		}
+	}
+	s := &tokenSplit{group: map[int]int{}}
+	for range 20 {
+		var w [2]float64
+		next := [2][]float64{make([]float64, dim), make([]float64, dim)}
+		for _, c := range cl {
+			g := 0
+			if sq(mu[c], c1) < sq(mu[c], c0) {
+				g = 1
+			}
+			s.group[c] = g
+			nf := float64(len(byClone[c]))
+			w[g] += nf
+			for j := range next[g] {
+				next[g][j] += nf * mu[c][j]
+			}
+		}
+		if w[0] == 0 || w[1] == 0 {
+			break
+		}
+		for j := range c0 {
+			c0[j], c1[j] = next[0][j]/w[0], next[1][j]/w[1]
+		}
+	}
+	var n, agree float64
+	var byClone2, byLatent [2]float64
+	for _, c := range cl {
+		g := s.group[c]
+		s.clones[g]++
+		for _, f := range byClone[c] {
+			z := make([]float64, dim)
+			for j, v := range zs[f] {
+				z[j] = float64(v)
+			}
+			h := 0
+			if sq(z, c1) < sq(z, c0) {
+				h = 1
+			}
+			n++
+			byClone2[g]++
+			byLatent[h]++
+			if h == g {
+				agree++
+			}
+		}
+	}
+	s.share = [2]float64{byClone2[0] / n, byClone2[1] / n}
+	s.means = [2][]float64{c0, c1}
+	pe := (byClone2[0]*byLatent[0] + byClone2[1]*byLatent[1]) / (n * n)
+	if pe < 1 {
+		s.kappa = (agree/n - pe) / (1 - pe)
+	}
+	if math.IsNaN(s.kappa) {
+		s.kappa = 0
+	}
+	return s
+}
+
+// topClasses names the three largest classes of counts with their shares.
+func topClasses(counts map[int]int) string {
+	type kv struct{ k, v int }
+	var xs []kv
+	tot := 0
+	for k, v := range counts {
+		xs = append(xs, kv{k, v})
+		tot += v
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].v > xs[j].v || xs[i].v == xs[j].v && xs[i].k < xs[j].k })
+	var parts []string
+	for _, x := range xs[:min(3, len(xs))] {
+		parts = append(parts, fmt.Sprintf("%d %.2f", x.k, float64(x.v)/float64(tot)))
+	}
+	return strings.Join(parts, ", ")
+}
