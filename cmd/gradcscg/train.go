@@ -29,10 +29,10 @@ type trainOptions struct {
 	quiet, reevaluate                                            bool
 	set                                                          *flag.FlagSet // to tell which flags were given
 	episodes, steps, jointIters, clones, jitter, gradFrames      int
-	pretrainIters                                                int
+	pretrainIters, codes                                         int
 	finalGrow                                                    int
 	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
-	collapseLevel, stopChurn, finalChunkAbove                    float64
+	collapseLevel, stopChurn, finalChunkAbove, mergeCodes        float64
 	decode, budget, arch, finalTrainer                           string
 	finalDoublings, finalIters                                   int
 	freeze, noLengthNorm, supervised                             bool
@@ -61,6 +61,8 @@ func runTrain(args []string) error {
 	f.Float64Var(&o.collapseLevel, "collapse-level", -1, "anti-collapse: roll back to the last healthy checkpoint and strengthen α_div when the token perplexity falls below 1 + level·(P₀ − 1), in [0, 0.5) (-1: default, 0.15 for conv and 0.25 for mlp; 0: off)")
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
 	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default, conv 0.03, mlp 0.1; 0: no annealing)")
+	f.IntVar(&o.codes, "codes", -1, "codebook size of the warm-up (-1: default, one code per class shown); with --merge-codes, more codes than classes")
+	f.Float64Var(&o.mergeCodes, "merge-codes", -1, "after the warm-up, merge the codes that the walks cannot tell apart (same next and previous tokens under every action) while a G-test's z is below this, and keep the merged tokens' usage in the joint phase (-1: default 0, off)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
 	f.Float64Var(&o.finalPrune, "final-prune", -1, "after finalisation, remove clones visited by fewer than this fraction of the training steps and retrain (-1: default 0.001; 0: off)")
 	f.Float64Var(&o.finalChunkAbove, "final-chunk-above", -1, fmt.Sprintf("finalisation: read random chunks of the training walks (%d of %d steps per Adam step) in a training whose pass over walks of at least %d steps would cost more than this many multiply-adds (-1: default %g; 0: the whole walks at every step)",
@@ -185,6 +187,10 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	override(&cfg.JointIters, o.jointIters)
 	override(&cfg.PretrainIters, o.pretrainIters)
+	if o.codes > 0 { // the flag's range is [2, 4096]; -1 (and a zero value) keep the default
+		cfg.VQVAE.K = o.codes
+	}
+	override(&cfg.MergeCodes, o.mergeCodes)
 	override(&cfg.StopChurn, o.stopChurn)
 	override(&cfg.CollapseFrac, o.collapseFrac)
 	override(&cfg.GradFrames, o.gradFrames)

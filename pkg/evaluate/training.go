@@ -103,8 +103,11 @@ type Joint struct {
 	// warm-up codes kept as tokens (token i is code CodesKept[i]).
 	ActiveCodesWarmup int   `json:"active_codes_warmup"`
 	CodesKept         []int `json:"codes_kept,omitempty"`
-	Clones            []int `json:"clones,omitempty"` // clones per token during the joint phase
-	Rollbacks         int   `json:"rollbacks"`        // checkpoints restored
+	// CodesMerged, with merge_codes, is the token of each kept code (codes that the
+	// walks could not tell apart share one token); nil without.
+	CodesMerged []int `json:"codes_merged,omitempty"`
+	Clones      []int `json:"clones,omitempty"` // clones per token during the joint phase
+	Rollbacks   int   `json:"rollbacks"`        // checkpoints restored
 	// Guard is the anti-collapse record; nil in reports written before it was kept.
 	Guard *Guard `json:"guard,omitempty"`
 	// The training frames' hard tokens after the warm-up and after the joint phase
@@ -230,6 +233,7 @@ func LegacyTraining(extra map[string]json.RawMessage) (*Training, error) {
 	get.into("grad_frames", &j.GradFrames)
 	get.into("active_codes_warmup", &j.ActiveCodesWarmup)
 	get.into("codes_kept", &j.CodesKept)
+	get.into("codes_merged", &j.CodesMerged)
 	get.into("clones_joint", &j.Clones)
 	get.into("joint_rollbacks", &j.Rollbacks)
 	var n int

@@ -104,6 +104,12 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.PretrainIters != d.PretrainIters {
 		name += fmt.Sprintf("_pretrain%d", cfg.PretrainIters)
 	}
+	if cfg.VQVAE.K != d.VQVAE.K {
+		name += fmt.Sprintf("_codes%d", cfg.VQVAE.K)
+	}
+	if cfg.MergeCodes != d.MergeCodes {
+		name += fmt.Sprintf("_merge%g", cfg.MergeCodes)
+	}
 	if cfg.StopChurn != d.StopChurn {
 		name += fmt.Sprintf("_churn%g", cfg.StopChurn)
 	}

@@ -62,6 +62,7 @@ func TestRunName(t *testing.T) {
 		{"joint iterations", func(c *pipeline.Config) { c.JointIters = 1000 }, "aliased_mnist_seed1_joint1000"},
 		{"λ", func(c *pipeline.Config) { c.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
 		{"HMM pre-training", func(c *pipeline.Config) { c.PretrainIters = 500 }, "aliased_mnist_seed1_pretrain500"},
+		{"merged warm-up codes", func(c *pipeline.Config) { c.VQVAE.K, c.MergeCodes = 16, 30 }, "aliased_mnist_seed1_codes16_merge30"},
 		{"τ", func(c *pipeline.Config) { c.VQVAE.Tau = 1 }, "aliased_mnist_seed1_tau1"},
 		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
 		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},

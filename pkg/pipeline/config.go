@@ -137,6 +137,17 @@ type Config struct {
 	// chmm.New's near-uniform rows. 0: the joint phase starts from chmm.New (the paper).
 	PretrainIters int `json:"pretrain_iters"`
 
+	// MergeCodes, if > 0, merges the kept codes that the training walks cannot tell
+	// apart (chmm.MergeTokens at z < MergeCodes: the same action-conditioned next and
+	// previous tokens) into one token each, at their frames' mean codebook row, and the
+	// joint phase's diversity term then keeps the token usage at the merged tokens'
+	// shares (KL(ρ̄ ‖ share) instead of log K − H(ρ̄), which asks for uniform usage). Meant
+	// for a warm-up with more codes than kinds of place (VQVAE.K, train --codes): a
+	// frequent digit spread over many codes becomes one token, and a rare one no longer
+	// has to share a code. Two kinds of place with the same neighbours under every action
+	// merge too. 0: off (every kept code is a token; the paper).
+	MergeCodes float64 `json:"merge_codes"`
+
 	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
 	JointIters int     `json:"joint_iters"` // iterations, each one minibatch of JointBatch chunks (1500)
 	ChunkLen   int     `json:"chunk_len"`   // T of a chunk (256)
@@ -380,6 +391,8 @@ func (c Config) Validate() error {
 	add(c.Budget == BudgetUniform || c.Budget == BudgetShare, "budget=%q (want %q or %q)", c.Budget, BudgetUniform, BudgetShare)
 	add(c.JointIters >= 0, "joint_iters=%d (need ≥ 0)", c.JointIters)
 	add(c.PretrainIters >= 0, "pretrain_iters=%d (need ≥ 0)", c.PretrainIters)
+	add(c.MergeCodes >= 0 && c.MergeCodes <= 1e6, "merge_codes=%g (need 0..1e6)", c.MergeCodes)
+	add(c.MergeCodes == 0 || c.VQVAE.K <= maxMergeCodes, "merge_codes with vqvae.k=%d (need k ≤ %d: the merge costs k⁴ steps)", c.VQVAE.K, maxMergeCodes)
 	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
 	add(c.JointBatch >= 1 && c.JointBatch <= 1024, "joint_batch=%d (need 1..1024)", c.JointBatch)
 	add(c.GradFrames >= 0 && c.GradFrames <= 1<<20, "grad_frames=%d (need 0..%d)", c.GradFrames, 1<<20)
@@ -473,8 +486,12 @@ var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
 	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
-	"final_chunk_above": true, "pretrain_iters": true,
+	"final_chunk_above": true, "pretrain_iters": true, "merge_codes": true,
 }
+
+// maxMergeCodes is the largest codebook MergeCodes merges: the merge costs about k⁴
+// steps (measured: 2 minutes for 256 codes merged down to one, 100,000 steps).
+const maxMergeCodes = 128
 
 // runConfigLegacy is what the fields that older versions fixed in code meant when a
 // run directory's config.json lacks them: final_tol was 1e-5, and the finalisation

@@ -13,9 +13,12 @@
 //     k-means++ and Lloyd iterations on the warmed-up encoder's latents, and token
 //     compaction (Sec. 3.8) keeps the codes the encoder emits on the training frames and
 //     relabels them 0..K'−1 (the VQ-VAE is rebuilt with K' codes; Result.Codes maps
-//     back). Clone budgets: uniform (Config.Clones per token) or proportional to each
-//     token's share of the training frames (BudgetShare). The per-class "room" budget of
-//     the paper needs labels and is not offered here.
+//     back). With Config.MergeCodes (off by default) the kept codes that the walks
+//     cannot tell apart (chmm.MergeTokens) become one token each, and the joint phase's
+//     diversity term keeps their shares instead of uniform usage. Clone budgets:
+//     uniform (Config.Clones per token) or proportional to each token's share of the
+//     training frames (BudgetShare). The per-class "room" budget of the paper needs
+//     labels and is not offered here.
 //
 //  2. Joint (Joint.Step, one compiled graph per step): B chunks of T steps, frames
 //     [B·T,28,28,1] through the VQ-VAE, log ρ reshaped [B,T,K'], the soft-emission

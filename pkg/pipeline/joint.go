@@ -44,6 +44,11 @@ type Joint struct {
 	// 0 (or B·T): every frame. Set before the first Step.
 	GradFrames int
 
+	// Share, if set, is the token usage the diversity term keeps (KL(ρ̄ ‖ Share),
+	// Config.MergeCodes); nil: uniform usage (log K − H(ρ̄), the paper). Set before the
+	// first Step.
+	Share []float64
+
 	vqCfg           vqvae.Config
 	beta, lr, hmmLR float64
 	exec            *model.Exec
@@ -55,7 +60,7 @@ type StepMetrics struct {
 	Rec        float64 // L_rec (per-pixel MSE over valid frames)
 	Commit     float64 // L_commit (unweighted)
 	NLLPerStep float64 // −(1/|B|) Σ_b ℓ^s_b / T_b
-	Div        float64 // log K − H(ρ̄)
+	Div        float64 // log K − H(ρ̄), or KL(ρ̄ ‖ Joint.Share)
 	Perplexity float64 // exp H of the hard-token usage over the valid frames
 	Active     int     // codes used in the batch
 	Revived    int     // dead codes re-seeded after the step
@@ -302,7 +307,11 @@ func (j *Joint) Terms(root *model.Scope, x, order, actions, mask *Node) Terms {
 		lengths := MaxScalar(ReduceSum(mask, 1), 1)    // [B] T_b
 		t.NLL = Neg(ReduceAllMean(Div(t.LL, lengths))) // step 6
 	}
-	t.Div = vqvae.DiversityPenalty(o.LogRho, t.FlatMask)
+	if j.Share != nil {
+		t.Div = vqvae.DiversityPenaltyTo(o.LogRho, t.FlatMask, j.Share)
+	} else {
+		t.Div = vqvae.DiversityPenalty(o.LogRho, t.FlatMask)
+	}
 	return t
 }
 

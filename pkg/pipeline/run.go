@@ -79,10 +79,13 @@ type runState struct {
 	Seconds map[string]float64
 	History []Record
 
-	Codes      []int     // warm-up codes kept by compaction (token i = code Codes[i])
-	Share      []float64 // share of the training frames of each kept token after warm-up
-	Clones     []int
-	Checkpoint string // current joint checkpoint (file in the run directory)
+	Codes []int // warm-up codes kept by compaction (token i = code Codes[i], unless merged)
+	// CodesMerged, with Config.MergeCodes, is the token of each kept code (Codes[i] is
+	// token CodesMerged[i]); nil without.
+	CodesMerged []int
+	Share       []float64 // share of the training frames of each kept token after warm-up
+	Clones      []int
+	Checkpoint  string // current joint checkpoint (file in the run directory)
 
 	JointIter   int
 	LambdaScale float64
@@ -518,6 +521,14 @@ func (r *runner) warmup() error {
 	for i := range tokens {
 		tokens[i] = relabel[tokens[i]]
 	}
+	var vq *vqvae.Model
+	if cfg.MergeCodes > 0 {
+		if vq, tokens, share, err = r.mergeCodes(m, keep, tokens, share); err != nil {
+			return err
+		}
+	} else if vq, err = compact(m, keep, cfg.Seed); err != nil {
+		return err
+	}
 	r.diagnose(PhaseWarmup, tokens)
 	r.st.joint().ActiveCodesWarmup = len(keep)
 	r.st.Codes, r.st.Share = keep, share
@@ -527,10 +538,6 @@ func (r *runner) warmup() error {
 		h0 -= p * math.Log(p)
 	}
 	r.st.WarmPPL, r.st.AlphaScale, r.st.LRScale = math.Exp(h0), 1, 1
-	vq, err := compact(m, keep, cfg.Seed)
-	if err != nil {
-		return err
-	}
 	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
 	r.addSeconds("compact", start)
 	if cfg.PretrainIters > 0 {
@@ -550,6 +557,9 @@ func (r *runner) warmup() error {
 		return err
 	}
 	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
+	if cfg.MergeCodes > 0 {
+		r.joint.Share = share
+	}
 	r.st.LambdaScale = 1
 	if err := r.saveJoint(); err != nil {
 		return err
@@ -558,6 +568,62 @@ func (r *runner) warmup() error {
 	r.addSeconds("compact", start)
 	r.st.Phase = PhaseJoint
 	return r.commit()
+}
+
+// mergeCodes merges the kept codes of the warm-up model m that the training walks
+// cannot tell apart (Config.MergeCodes, chmm.MergeTokens): tokens are the training
+// frames' kept-code indices and share their shares. Each merged token's codebook row is
+// the frame-weighted mean of its codes' rows. It returns the joint phase's VQ-VAE, the
+// frames' merged tokens and the merged tokens' shares, and records the merge in the
+// state (CodesMerged; Codes keeps the kept codes).
+func (r *runner) mergeCodes(m *vqvae.Model, keep, tokens []int, share []float64) (*vqvae.Model, []int, []float64, error) {
+	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), len(keep), r.d.env.NumActions(), r.cfg.MergeCodes)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("pipeline: merging codes: %w", err)
+	}
+	if n < 2 {
+		return nil, nil, nil, fmt.Errorf("pipeline: merge_codes=%g merges all %d codes into one token: the walks tell none apart at that bar; lower it", r.cfg.MergeCodes, len(keep))
+	}
+	cb := m.Codebook()
+	reps := make([]int, n)
+	rows := make([][]float32, n)
+	sums := make([][]float64, n)
+	merged := make([]float64, n)
+	for i := range reps {
+		reps[i] = -1
+	}
+	for i, k := range keep {
+		g := group[i]
+		if reps[g] < 0 {
+			reps[g] = k
+			sums[g] = make([]float64, len(cb[k]))
+		}
+		merged[g] += share[i]
+		for d, v := range cb[k] {
+			sums[g][d] += share[i] * float64(v)
+		}
+	}
+	sizes := make([]float64, n)
+	for g := range rows {
+		rows[g] = make([]float32, len(sums[g]))
+		for d, v := range sums[g] {
+			rows[g][d] = float32(v / merged[g])
+		}
+		sizes[g] = merged[g] * float64(len(tokens))
+	}
+	vq, err := compact(m, reps, r.cfg.Seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := vq.SetCodebook(rows, sizes); err != nil {
+		return nil, nil, nil, err
+	}
+	out := make([]int, len(tokens))
+	for i, t := range tokens {
+		out[i] = group[t]
+	}
+	r.st.CodesMerged = group
+	return vq, out, merged, nil
 }
 
 // warmupNext is where a warm-up chunk saves its checkpoint before commitWarmup names it.
@@ -709,6 +775,9 @@ func (r *runner) openJoint(name string) error {
 		return err
 	}
 	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = c.FreezeVQVAE, c.NoLengthNorm, c.GradFrames
+	if c.MergeCodes > 0 {
+		j.Share = r.st.Share
+	}
 	r.joint = j
 	return nil
 }
@@ -1998,7 +2067,7 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 		j.MaxIters, j.StopChurn = cfg.JointIters, cfg.StopChurn
 		j.AnnealStart, _ = st.anneal(cfg)
 	}
-	j.CodesKept, j.Clones, j.Rollbacks = st.Codes, st.Clones, st.Rollbacks
+	j.CodesKept, j.CodesMerged, j.Clones, j.Rollbacks = st.Codes, st.CodesMerged, st.Clones, st.Rollbacks
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j
 	t.Runs = append([]evaluate.TrainerRun(nil), t.Runs...)

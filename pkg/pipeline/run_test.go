@@ -110,6 +110,8 @@ func TestConfigValidate(t *testing.T) {
 		{"final trainer", func(c *Config) { c.FinalTrainer = "adam" }, `final_trainer="adam" (want "gradient" or "em")`},
 		{"final doublings", func(c *Config) { c.FinalDoublings = 17 }, "final_doublings=17 (need 0..16)"},
 		{"EM iterations", func(c *Config) { *c = c.WithFinalTrainer(FinalEM); c.FinalIters = 0 }, `final_iters=0 (final_trainer "em" needs ≥ 1)`},
+		{"merge bar", func(c *Config) { c.MergeCodes = math.NaN() }, "merge_codes=NaN"},
+		{"merge size", func(c *Config) { c.VQVAE.K, c.MergeCodes = 200, 30 }, "merge_codes with vqvae.k=200 (need k ≤ 128"},
 	} {
 		c := base
 		tc.edit(&c)
@@ -896,5 +898,49 @@ func TestPretrainStartsJointFromAMap(t *testing.T) {
 	}
 	if repWarm.Seconds["pretrain"] <= 0 || repCold.Seconds["pretrain"] != 0 {
 		t.Errorf("pretrain seconds %g (pre-trained) and %g (cold), want > 0 and 0", repWarm.Seconds["pretrain"], repCold.Seconds["pretrain"])
+	}
+}
+
+// TestMergeCodesResumes: with more warm-up codes than classes and MergeCodes, the
+// joint phase starts from fewer tokens than kept codes (recorded per code in the
+// report), and a run stopped in the joint phase resumes to the same history: the
+// diversity term's target shares come back from the state.
+func TestMergeCodesResumes(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.VQVAE.K, cfg.MergeCodes = 12, 3
+	a := t.TempDir()
+	repA, err := Run(context.Background(), a, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := repA.Training.Joint
+	groups := map[int]bool{}
+	for _, g := range j.CodesMerged {
+		groups[g] = true
+	}
+	t.Logf("kept codes %v merged into tokens %v", j.CodesKept, j.CodesMerged)
+	if len(j.CodesMerged) != len(j.CodesKept) || len(groups) >= len(j.CodesKept) || len(groups) != repA.NumTokens || len(j.Clones) != len(groups) {
+		t.Fatalf("codes kept %v, merged %v, %d tokens, clones %v: want fewer tokens than kept codes, one clone count per token",
+			j.CodesKept, j.CodesMerged, repA.NumTokens, j.Clones)
+	}
+	b := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 7
+	if _, err := Run(context.Background(), b, stop, progressOut()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v, want ErrStopped", err)
+	}
+	if _, err := Run(context.Background(), b, cfg, progressOut()); err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := LoadRun(a)
+	rb, _ := LoadRun(b)
+	ha, hb := phaseRows(ra.History, PhaseJoint), phaseRows(rb.History, PhaseJoint)
+	if len(ha) != cfg.JointIters || len(hb) != len(ha) {
+		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.JointIters)
+	}
+	for i := range ha {
+		if ha[i].Div != hb[i].Div || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Rec != hb[i].Rec {
+			t.Fatalf("joint iteration %d differs after resuming: %+v vs %+v", i+1, ha[i], hb[i])
+		}
 	}
 }

@@ -431,6 +431,26 @@ func (m *Model) Codebook() [][]float32 {
 	return out
 }
 
+// SetCodebook sets the codebook to the rows e (K × D) with EMA sizes sizes (each > 0)
+// and sums size × row, so the next EMA step continues from them.
+func (m *Model) SetCodebook(e [][]float32, sizes []float64) error {
+	k, d := m.cfg.K, m.cfg.D
+	if len(e) != k || len(sizes) != k {
+		return fmt.Errorf("vqvae: SetCodebook: %d rows and %d sizes for K=%d", len(e), len(sizes), k)
+	}
+	flat, n, sum := make([]float32, k*d), make([]float32, k), make([]float32, k*d)
+	for i, row := range e {
+		if len(row) != d || !(sizes[i] > 0) {
+			return fmt.Errorf("vqvae: SetCodebook: row %d has %d values (D=%d), size %g (need > 0)", i, len(row), d, sizes[i])
+		}
+		n[i] = float32(sizes[i])
+		for j, v := range row {
+			flat[i*d+j], sum[i*d+j] = v, v*n[i]
+		}
+	}
+	return m.setCodebook("SetCodebook", flat, n, sum)
+}
+
 // InitFromData completes the initialisation from a batch of images:
 //
 //   - the decoder's output bias is set to logit(mean pixel value), so the first

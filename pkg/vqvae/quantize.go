@@ -170,6 +170,31 @@ func LogUniform(k int) float64 { return math.Log(float64(k)) }
 // at near-collapse; the 1/ρ̄_k of log's derivative overflowed to +Inf and met the
 // exp(log ρ) = 0 of other frames as Inf·0 = NaN in the encoder gradient.)
 func DiversityPenalty(logRho, mask *Node) *Node {
+	rhoBar, logBar := meanPosterior(logRho, mask)
+	h := Neg(ReduceAllSum(Mul(rhoBar, logBar)))
+	return Sub(Scalar(logRho.Graph(), logRho.DType(), LogUniform(logRho.Shape().Dimensions[1])), h)
+}
+
+// DiversityPenaltyTo is KL(ρ̄ ‖ share) = Σ_k ρ̄_k (log ρ̄_k − log share_k) ≥ 0, the
+// diversity penalty with a target usage instead of the uniform one (for which it is
+// DiversityPenalty): logRho [B,K], optional mask [B], share [K] (each > 0, summing to 1)
+// → scalar.
+func DiversityPenaltyTo(logRho, mask *Node, share []float64) *Node {
+	k := logRho.Shape().Dimensions[1]
+	if len(share) != k {
+		exceptions.Panicf("vqvae.DiversityPenaltyTo: %d shares for K=%d", len(share), k)
+	}
+	logS := make([]float64, k)
+	for i, p := range share {
+		logS[i] = math.Log(p)
+	}
+	rhoBar, logBar := meanPosterior(logRho, mask)
+	target := ConvertDType(Const(logRho.Graph(), logS), logRho.DType())
+	return ReduceAllSum(Mul(rhoBar, Sub(logBar, target)))
+}
+
+// meanPosterior is ρ̄ [K] and log ρ̄ [K] (0 where ρ̄_k = 0) over the valid frames.
+func meanPosterior(logRho, mask *Node) (rhoBar, logBar *Node) {
 	g := logRho.Graph()
 	dt := logRho.DType()
 	b, k := logRho.Shape().Dimensions[0], logRho.Shape().Dimensions[1]
@@ -181,12 +206,11 @@ func DiversityPenalty(logRho, mask *Node) *Node {
 		x = Where(valid, logRho, Scalar(g, dt, -1e30))                  // padded frames: weight 0
 		count = MaxScalar(ReduceAllSum(ConvertDType(GreaterThan(ConvertDType(mask, dt), ScalarZero(g, dt)), dt)), 1)
 	}
-	m := StopGradient(ReduceMax(x, 0))                                                  // [K] shift
-	m = Where(IsFinite(m), m, ScalarZero(g, dt))                                        // an all −Inf column
-	logBar := Sub(Add(m, Log(ReduceSum(Exp(Sub(x, ExpandAxes(m, 0))), 0))), Log(count)) // [K] log ρ̄
+	m := StopGradient(ReduceMax(x, 0))                                                 // [K] shift
+	m = Where(IsFinite(m), m, ScalarZero(g, dt))                                       // an all −Inf column
+	logBar = Sub(Add(m, Log(ReduceSum(Exp(Sub(x, ExpandAxes(m, 0))), 0))), Log(count)) // [K] log ρ̄
 	finiteBar := IsFinite(logBar)
 	logBar = Where(finiteBar, logBar, ScalarZero(g, dt)) // ρ̄_k = 0: contributes 0
-	rhoBar := Where(finiteBar, Exp(logBar), ZerosLike(logBar))
-	h := Neg(ReduceAllSum(Mul(rhoBar, logBar)))
-	return Sub(Scalar(g, dt, LogUniform(k)), h)
+	rhoBar = Where(finiteBar, Exp(logBar), ZerosLike(logBar))
+	return rhoBar, logBar
 }

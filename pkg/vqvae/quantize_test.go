@@ -367,3 +367,58 @@ func TestKMeansRecoversClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestDiversityPenaltyTo checks KL(ρ̄ ‖ share) against a direct float64 computation and
+// finite differences, ignores padded frames, and equals DiversityPenalty for a uniform
+// share.
+func TestDiversityPenaltyTo(t *testing.T) {
+	const b, k = 4, 3
+	rng := rand.New(rand.NewPCG(23, 24))
+	logits := randSlice(rng, b*k, 2)
+	logRho := make([]float64, b*k)
+	for i := range b {
+		lse := math.Log(math.Exp(logits[i*k]) + math.Exp(logits[i*k+1]) + math.Exp(logits[i*k+2]))
+		for j := range k {
+			logRho[i*k+j] = logits[i*k+j] - lse
+		}
+	}
+	mask := []float64{1, 1, 1, 0}
+	logRho[3*k+2] = math.NaN() // padding: anything
+	share := []float64{0.6, 0.3, 0.1}
+	direct := func(lr, s []float64) float64 {
+		kl := 0.0
+		for j := range k {
+			bar := 0.0
+			for i := range 3 {
+				bar += math.Exp(lr[i*k+j]) / 3
+			}
+			kl += bar * math.Log(bar/s[j])
+		}
+		return kl
+	}
+	exec := MustNewExec(testBackend(), func(lr, m *Node) []*Node {
+		d := DiversityPenaltyTo(lr, m, share)
+		return []*Node{d, Gradient(d, lr)[0], DiversityPenaltyTo(lr, m, []float64{1. / 3, 1. / 3, 1. / 3}), DiversityPenalty(lr, m)}
+	})
+	out := exec.MustCall(mat(logRho, b, k), tensors.FromValue(mask))
+	if v, want := flat64(t, out[0])[0], direct(logRho, share); math.Abs(v-want) > 1e-12 {
+		t.Errorf("DiversityPenaltyTo = %.15g, want %.15g", v, want)
+	}
+	if u, d := flat64(t, out[2])[0], flat64(t, out[3])[0]; math.Abs(u-d) > 1e-12 {
+		t.Errorf("uniform share: %.15g, DiversityPenalty %.15g", u, d)
+	}
+	grad := flat64(t, out[1])
+	const h = 1e-6
+	for i := range 3 * k {
+		x := slices.Clone(logRho)
+		x[i] += h
+		up := direct(x, share)
+		x[i] -= 2 * h
+		if fd := (up - direct(x, share)) / (2 * h); math.Abs(grad[i]-fd) > 1e-7 {
+			t.Errorf("∂/∂logρ[%d] = %.10g, finite difference %.10g", i, grad[i], fd)
+		}
+	}
+	if g := grad[3*k:]; g[0] != 0 || g[1] != 0 || g[2] != 0 {
+		t.Errorf("padded frame's gradient %v, want 0", g)
+	}
+}
