@@ -4,20 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"time"
-
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gradcscg/gradcscg/pkg/vqvae"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 // TestTokenSplitStudy asks, of finished pixel runs (SPLIT_RUNS: comma-separated run
@@ -170,23 +167,11 @@ func withCodebook(src *vqvae.Model, rows [][]float32, seed uint64) (*vqvae.Model
 	if err != nil {
 		return nil, err
 	}
-	e, n, s := vqvae.CodebookVars(dst.Scope())
-	flat := slices.Concat(rows...)
-	ones := make([]float32, len(rows))
+	ones := make([]float64, len(rows))
 	for i := range ones {
 		ones[i] = 1
 	}
-	d := dst.Config().D
-	for _, x := range []struct {
-		v *model.Variable
-		t *tensors.Tensor
-	}{{e, tensors.FromFlatDataAndDimensions(flat, len(rows), d)}, {n, tensors.FromFlatDataAndDimensions(ones, len(rows))},
-		{s, tensors.FromFlatDataAndDimensions(slices.Clone(flat), len(rows), d)}} {
-		if err := x.v.SetValue(x.t); err != nil {
-			return nil, err
-		}
-	}
-	return dst, nil
+	return dst, dst.SetCodebook(rows, ones)
 }
 
 // splitKappa is the κ at which the study splits a token.
