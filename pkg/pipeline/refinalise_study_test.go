@@ -3,23 +3,28 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
 
 // TestRefinaliseStudy is a measurement, not a check (skipped unless REFINALISE_RUN
-// names a finished run directory finalised by FinalEM): the run's finalisation redone
-// with the current code from its final encoder's tokens and its config, then scored by
-// Evaluate and Diagnose as the run was, and the report table printed
-// (REFINALISE_JSON=FILE also writes it; REFINALISE_ITERS=N sets the EM iterations
-// per split round, Config.FinalIters; REFINALISE_DOUBLINGS=N the most split rounds,
-// Config.FinalDoublings; REFINALISE_PATIENCE=N the rounds in a row without a gain that
-// stop it, SplitPatience). The run directory is not touched. README,
-// "Bigger worlds":
+// names a finished run directory): the run's finalisation redone with the current code
+// from its final encoder's tokens and its config, then scored by Evaluate and Diagnose
+// as the run was, and the report table printed (REFINALISE_JSON=FILE also writes it;
+// REFINALISE_ITERS=N sets the EM iterations per split round, Config.FinalIters;
+// REFINALISE_DOUBLINGS=N the most split rounds, Config.FinalDoublings;
+// REFINALISE_PATIENCE=N the rounds in a row without a gain that stop it,
+// SplitPatience). A gradient finalisation (FinalGradient) is redone as configured, or
+// with REFINALISE_UNIFORM=N from N clones for every token instead of the budget by
+// token share (no growth). The run directory is not touched. README, "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 func TestRefinaliseStudy(t *testing.T) {
 	dir := os.Getenv("REFINALISE_RUN")
 	if dir == "" {
@@ -39,13 +44,11 @@ func TestRefinaliseStudy(t *testing.T) {
 			*set = n
 		}
 	}
-	var patience int
+	var patience, uniform int
 	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
 	knob("REFINALISE_DOUBLINGS", 0, &cfg.FinalDoublings)
 	knob("REFINALISE_PATIENCE", 1, &patience)
-	if cfg.FinalTrainer != FinalEM {
-		t.Fatalf("%s: final_trainer %q, want %q", dir, cfg.FinalTrainer, FinalEM)
-	}
+	knob("REFINALISE_UNIFORM", 1, &uniform)
 	d, err := loadData(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -56,15 +59,31 @@ func TestRefinaliseStudy(t *testing.T) {
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
 	start := time.Now()
-	hmm, err := r.finaliseEM(d.sequences(tokens), res.HMM.K(), res.HMM.NumActions)
-	if err != nil {
-		t.Fatal(err)
+	k, numActions := res.HMM.K(), res.HMM.NumActions
+	var hmm *chmm.Model
+	if cfg.FinalTrainer == FinalEM {
+		if hmm, err = r.finaliseEM(d.sequences(tokens), k, numActions); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(r.st.Made.Confusion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hmm.Meta = map[string]string{ConfusionMeta: string(b)}
+	} else {
+		share := make([]float64, k)
+		for _, x := range tokens {
+			share[x] += 1 / float64(len(tokens))
+		}
+		from := chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		if uniform > 0 {
+			r.cfg.FinalBudget = FinalFromJoint // train from this model: uniform clones, no growth
+			from = chmm.New(chmm.UniformClones(k, uniform), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		}
+		if hmm, err = r.finalise(d.sequences(tokens), share, from); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b, err := json.Marshal(r.st.Made.Confusion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hmm.Meta = map[string]string{ConfusionMeta: string(b)}
 	final := time.Since(start).Seconds()
 	start = time.Now()
 	rep, err := Evaluate(res.VQVAE, hmm, d.env, cfg)
