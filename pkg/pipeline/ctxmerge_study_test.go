@@ -3,14 +3,11 @@ package pipeline
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
-	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
-	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 // TestContextMergeStudy scores, against the frames' classes (labels: evaluation only),
@@ -24,22 +21,8 @@ func TestContextMergeStudy(t *testing.T) {
 		t.Skip("a measurement: set CTX_RUN=DIR:FILE")
 	}
 	dir, file, _ := strings.Cut(spec, ":")
-	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := loadData(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, _, err := hmmgraph.NewBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := vqvae.Load(backend, filepath.Join(dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, d, load := studyRun(t, dir)
+	m := load(file)
 	classes := make([]int, len(d.allFrames))
 	for i, f := range d.allFrames {
 		classes[i] = d.train.Label(f)

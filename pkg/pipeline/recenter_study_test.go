@@ -5,13 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
-	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -29,22 +27,8 @@ func TestRecenterStudy(t *testing.T) {
 		t.Skip("a measurement: set RECENTER_RUN=DIR:FILE")
 	}
 	dir, file, _ := strings.Cut(spec, ":")
-	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := loadData(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, _, err := hmmgraph.NewBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := vqvae.Load(backend, filepath.Join(dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, d, load := studyRun(t, dir)
+	m := load(file)
 	n := min(len(d.allFrames), 20000)
 	idx := rand.New(rand.NewPCG(cfg.Seed, 0x5ce7)).Perm(len(d.allFrames))[:n]
 	frames := make([]int, n)

@@ -27,28 +27,13 @@ func TestTokensStudy(t *testing.T) {
 	if !ok {
 		t.Fatalf("TOKENS_RUN=%q: want DIR:FILE,FILE", spec)
 	}
-	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := loadData(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d, load := studyRun(t, dir)
 	classes := make([]int, len(d.allFrames))
 	for i, f := range d.allFrames {
 		classes[i] = d.train.Label(f)
 	}
-	backend, _, err := hmmgraph.NewBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, f := range strings.Split(files, ",") {
-		m, err := vqvae.Load(backend, filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens, err := d.encodeAll(m)
+		tokens, err := d.encodeAll(load(f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,5 +46,31 @@ func TestTokensStudy(t *testing.T) {
 		for _, c := range q.Classes {
 			fmt.Printf("  class %d: %d frames, %.3f of them token %d\n", c.Class, c.Frames, c.Share, c.MajorityToken)
 		}
+	}
+}
+
+// studyRun reads a run directory's config and data for a measurement, and returns a
+// loader of its VQ-VAE checkpoints by file name.
+func studyRun(t *testing.T, dir string) (Config, *data, func(file string) *vqvae.Model) {
+	t.Helper()
+	cfg, err := readRunConfig(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := loadData(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _, err := hmmgraph.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, d, func(file string) *vqvae.Model {
+		t.Helper()
+		m, err := vqvae.Load(backend, filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
 }
