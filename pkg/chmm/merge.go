@@ -16,8 +16,10 @@ import (
 //
 //	z = (G − dof) / √(2·dof),
 //
-// (G is χ²(dof) when the two share one distribution, so z is about a standard normal),
-// and the merge happens while z < maxZ. After a merge the counts are regrouped, so the
+// (G is χ²(dof) when the two share one distribution and the counts are independent
+// draws, so z is about a standard normal; a walk's counts are not quite independent,
+// and on ring walks split tokens of one class reached z ≈ 5, so TestMergeTokens uses
+// bars of 10 and 100), and the merge happens while z < maxZ. After a merge the counts are regrouped, so the
 // columns of later tests are the merged groups. It returns the group of each token
 // (groups numbered 0.. in order of their first token) and the number of groups.
 // A token never seen is merged with nothing; it keeps a group of its own.

@@ -254,14 +254,7 @@ func TestUsageStatistics(t *testing.T) {
 func TestDiversityPenaltyGradient(t *testing.T) {
 	const b, k = 4, 3
 	rng := rand.New(rand.NewPCG(21, 22))
-	logits := randSlice(rng, b*k, 2)
-	logRho := make([]float64, b*k)
-	for i := range b {
-		lse := math.Log(math.Exp(logits[i*k]) + math.Exp(logits[i*k+1]) + math.Exp(logits[i*k+2]))
-		for j := range k {
-			logRho[i*k+j] = logits[i*k+j] - lse
-		}
-	}
+	logRho := randLogRho(rng, b, k)
 	mask := []float64{1, 1, 1, 0}
 	logRho[3*k+1] = math.NaN() // padding: anything
 	direct := func(lr []float64) float64 {
@@ -374,14 +367,7 @@ func TestKMeansRecoversClusters(t *testing.T) {
 func TestDiversityPenaltyTo(t *testing.T) {
 	const b, k = 4, 3
 	rng := rand.New(rand.NewPCG(23, 24))
-	logits := randSlice(rng, b*k, 2)
-	logRho := make([]float64, b*k)
-	for i := range b {
-		lse := math.Log(math.Exp(logits[i*k]) + math.Exp(logits[i*k+1]) + math.Exp(logits[i*k+2]))
-		for j := range k {
-			logRho[i*k+j] = logits[i*k+j] - lse
-		}
-	}
+	logRho := randLogRho(rng, b, k)
 	mask := []float64{1, 1, 1, 0}
 	logRho[3*k+2] = math.NaN() // padding: anything
 	share := []float64{0.6, 0.3, 0.1}
@@ -421,4 +407,21 @@ func TestDiversityPenaltyTo(t *testing.T) {
 	if g := grad[3*k:]; g[0] != 0 || g[1] != 0 || g[2] != 0 {
 		t.Errorf("padded frame's gradient %v, want 0", g)
 	}
+}
+
+// randLogRho is b rows of k log posteriors: log-softmax of logits drawn by randSlice.
+func randLogRho(rng *rand.Rand, b, k int) []float64 {
+	logits := randSlice(rng, b*k, 2)
+	logRho := make([]float64, b*k)
+	for i := range b {
+		lse := 0.0
+		for j := range k {
+			lse += math.Exp(logits[i*k+j])
+		}
+		lse = math.Log(lse)
+		for j := range k {
+			logRho[i*k+j] = logits[i*k+j] - lse
+		}
+	}
+	return logRho
 }
