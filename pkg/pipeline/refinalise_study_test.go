@@ -19,11 +19,13 @@ import (
 // REFINALISE_ITERS=N sets the EM iterations per split round, Config.FinalIters;
 // REFINALISE_DOUBLINGS=N the most split rounds, Config.FinalDoublings;
 // REFINALISE_PATIENCE=N the rounds in a row without a gain that stop it,
-// SplitPatience). A gradient finalisation (FinalGradient) is redone as configured, or
+// SplitPatience; REFINALISE_TRAINER=em|gradient redoes it with that trainer and its
+// default FinalIters instead of the run's). A gradient finalisation (FinalGradient) is redone as configured, or
 // with REFINALISE_UNIFORM=N from N clones for every token instead of the budget by
 // token share (no growth). The run directory is not touched. README, "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 //	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 func TestRefinaliseStudy(t *testing.T) {
 	dir := os.Getenv("REFINALISE_RUN")
@@ -43,6 +45,12 @@ func TestRefinaliseStudy(t *testing.T) {
 			}
 			*set = n
 		}
+	}
+	if tr := os.Getenv("REFINALISE_TRAINER"); tr != "" {
+		if tr != FinalEM && tr != FinalGradient {
+			t.Fatalf("REFINALISE_TRAINER=%q: want %q or %q", tr, FinalEM, FinalGradient)
+		}
+		cfg = cfg.WithFinalTrainer(tr)
 	}
 	var patience, uniform int
 	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
