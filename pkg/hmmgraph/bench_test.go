@@ -45,10 +45,13 @@ func benchPass(b *testing.B, be compute.Backend, v Variant, K, C, T int) {
 	}
 }
 
-// BenchmarkLogLikelihoodGrad: go test ./pkg/hmmgraph/ -run '^$' -bench LogLikelihoodGrad -benchtime 10x
+// BenchmarkLogLikelihoodGrad (N = 901 is four_rooms' joint phase): go test ./pkg/hmmgraph/ -run '^$' -bench LogLikelihoodGrad -benchtime 10x
 func BenchmarkLogLikelihoodGrad(b *testing.B) {
-	for _, c := range []struct{ K, C, T int }{{10, 15, 256}, {10, 20, 1024}} {
+	for _, c := range []struct{ K, C, T int }{{10, 15, 256}, {10, 20, 1024}, {10, 90, 256}} {
 		for _, v := range []Variant{Loop, Unrolled} {
+			if v == Unrolled && c.C > 20 {
+				continue // minutes to compile at N = 901
+			}
 			b.Run(fmt.Sprintf("%s/N=%d/T=%d", v, 1+c.K*c.C, c.T), func(b *testing.B) {
 				benchPass(b, backend(b), v, c.K, c.C, c.T)
 			})

@@ -59,7 +59,8 @@ func cpuSeconds() float64 {
 // BenchmarkJointStep* time one joint iteration of 4 × 256 frames: conv or MLP VQ-VAE,
 // every frame with gradients (Full), 256 of the 1,024 (Subset, Config.GradFrames) or 128
 // (Subset128, `--grad-frames 128`).
-// Aliased: K = 4, 5 clones (N = 21); TwoRooms: K = 10, 15 clones (N = 151).
+// Aliased: K = 4, 5 clones (N = 21); TwoRooms: K = 10, 15 clones (N = 151); FourRooms:
+// K = 10, 90 clones (N = 901, the share budget four_rooms' joint phase gets).
 func BenchmarkJointStepAliasedConvFull(b *testing.B)   { benchJointStep(b, 4, 5, vqvae.ArchConv, 0) }
 func BenchmarkJointStepAliasedConvSubset(b *testing.B) { benchJointStep(b, 4, 5, vqvae.ArchConv, 256) }
 func BenchmarkJointStepTwoRoomsConvFull(b *testing.B)  { benchJointStep(b, 10, 15, vqvae.ArchConv, 0) }
@@ -68,6 +69,9 @@ func BenchmarkJointStepTwoRoomsConvSubset(b *testing.B) {
 }
 func BenchmarkJointStepTwoRoomsMLPFull(b *testing.B)   { benchJointStep(b, 10, 15, vqvae.ArchMLP, 0) }
 func BenchmarkJointStepTwoRoomsMLPSubset(b *testing.B) { benchJointStep(b, 10, 15, vqvae.ArchMLP, 256) }
+func BenchmarkJointStepFourRoomsConvSubset(b *testing.B) {
+	benchJointStep(b, 10, 90, vqvae.ArchConv, 256)
+}
 func BenchmarkJointStepTwoRoomsConvSubset128(b *testing.B) {
 	benchJointStep(b, 10, 15, vqvae.ArchConv, 128)
 }
