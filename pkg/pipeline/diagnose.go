@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"io"
+	"time"
+
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/progress"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -20,16 +24,22 @@ func Diagnose(res *Result) (*chmm.Diagnosis, error) {
 	if res.Report != nil {
 		made = res.Report.Training
 	}
-	return diagnose(d, res.Config, res.VQVAE, res.HMM, made)
+	return diagnose(d, res.Config, res.VQVAE, res.HMM, made, nil)
 }
 
 // diagnose is Diagnose; made, the run's training record (nil: none), gives the split
-// rounds its EM finalisation ran past the map it kept (chmm.Diagnosis.SplitsPast).
-func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evaluate.Training) (*chmm.Diagnosis, error) {
-	tokens, err := d.encodeAll(vq)
+// rounds its EM finalisation ran past the map it kept (chmm.Diagnosis.SplitsPast); the
+// encoding of the training frames shows a progress line on out (nil: silent).
+func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evaluate.Training, out io.Writer) (*chmm.Diagnosis, error) {
+	var bar *progress.Bar
+	if out != nil {
+		bar = progress.New(out, "verdict: encode training frames", len(d.allFrames)).Every(2 * time.Second)
+	}
+	tokens, err := d.encodeFrames(vq, bar)
 	if err != nil {
 		return nil, err
 	}
+	bar.Done("")
 	held, err := NewHeldOut(cfg, d.env)
 	if err != nil {
 		return nil, err

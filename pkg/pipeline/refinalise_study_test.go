@@ -98,7 +98,7 @@ func TestRefinaliseStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Diagnosis, err = diagnose(d, cfg, res.VQVAE, hmm, &r.st.Made); err != nil {
+	if rep.Diagnosis, err = diagnose(d, cfg, res.VQVAE, hmm, &r.st.Made, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 	eval := time.Since(start).Seconds()

@@ -493,7 +493,7 @@ func (r *runner) warmup() error {
 			return err
 		}
 	}
-	tokens, err := r.encodeAll(m)
+	tokens, err := r.encodeAll(m, "compaction")
 	if err != nil {
 		return err
 	}
@@ -698,12 +698,27 @@ func cloneBudget(clones int, budget string, share []float64) []int {
 	return c
 }
 
-// encodeAll returns the hard token of every training frame.
-func (r *runner) encodeAll(m *vqvae.Model) ([]int, error) { return r.d.encodeAll(m) }
+// encodeAll returns the hard token of every training frame, behind a progress line on
+// r.out named after phase (four_rooms' 200,000 frames take minutes on one core).
+func (r *runner) encodeAll(m *vqvae.Model, phase string) ([]int, error) {
+	var bar *progress.Bar
+	if r.out != nil {
+		bar = progress.New(r.out, phase+": encode training frames", len(r.d.allFrames)).Every(2 * time.Second)
+	}
+	tokens, err := r.d.encodeFrames(m, bar)
+	if err != nil {
+		return nil, err
+	}
+	bar.Done("")
+	return tokens, nil
+}
 
 // encodeAll returns the hard token of every training frame under m, in blocks
 // (memory stays small).
-func (d *data) encodeAll(m *vqvae.Model) ([]int, error) {
+func (d *data) encodeAll(m *vqvae.Model) ([]int, error) { return d.encodeFrames(m, nil) }
+
+// encodeFrames is encodeAll reporting the frames done to bar (nil: silent).
+func (d *data) encodeFrames(m *vqvae.Model, bar *progress.Bar) ([]int, error) {
 	const block = 4096
 	var out []int
 	var buf []float32
@@ -714,6 +729,7 @@ func (d *data) encodeAll(m *vqvae.Model) ([]int, error) {
 			return nil, err
 		}
 		out = append(out, t...)
+		bar.Update(len(out), "")
 	}
 	return out, nil
 }
@@ -1180,7 +1196,7 @@ func (r *runner) final() error {
 		return err
 	}
 	r.finalStart = time.Now()
-	tokens, err := r.encodeAll(r.joint.VQ)
+	tokens, err := r.encodeAll(r.joint.VQ, "finalisation")
 	if err != nil {
 		return err
 	}
@@ -1812,7 +1828,7 @@ func (r *runner) evaluate() error {
 	if err != nil {
 		return err
 	}
-	if rep.Diagnosis, err = diagnose(r.d, cfg, vq, r.hmm, &r.st.Made); err != nil {
+	if rep.Diagnosis, err = diagnose(r.d, cfg, vq, r.hmm, &r.st.Made, r.out); err != nil {
 		return fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	r.addSeconds(PhaseEval, start)

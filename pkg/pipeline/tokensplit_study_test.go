@@ -140,7 +140,7 @@ func refinalise(t *testing.T, res *Result, d *data, rows [][]float32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Diagnosis, err = diagnose(d, cfg, vq, hmm, &r.st.Made); err != nil {
+	if rep.Diagnosis, err = diagnose(d, cfg, vq, hmm, &r.st.Made, nil); err != nil {
 		t.Fatal(err)
 	}
 	rep.Seconds = map[string]float64{PhaseFinal: final}
