@@ -1763,6 +1763,9 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
 	}
 	gc = gc.ChunkIfCostly(hmm, seqs, r.cfg.FinalChunkAbove)
+	// Every iteration reaches the bar, which prints at most every 2 s: four_rooms' first
+	// finalisation step took 30 s, and a line every 10 steps left it silent for 5 minutes.
+	gc.ProgressEvery = 1
 	gc.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f best %.4f", p.LogLik, p.Best) }
 	h, err := chmm.TrainGradient(hmm, seqs, gc)
 	if err != nil {
