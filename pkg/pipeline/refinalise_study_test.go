@@ -20,9 +20,9 @@ import (
 // REFINALISE_DOUBLINGS=N the most split rounds, Config.FinalDoublings;
 // REFINALISE_PATIENCE=N the rounds in a row without a gain that stop it,
 // SplitPatience; REFINALISE_TRAINER=em|gradient redoes it with that trainer and its
-// default FinalIters instead of the run's). A gradient finalisation (FinalGradient) is redone as configured, or
-// with REFINALISE_UNIFORM=N from N clones for every token instead of the budget by
-// token share (no growth). The run directory is not touched. README, "Bigger worlds":
+// default FinalIters instead of the run's). A gradient finalisation (FinalGradient) is
+// redone as configured, or with REFINALISE_UNIFORM=N from N clones for every token
+// instead of the budget by token share (no growth). The run directory is not touched. README, "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 //	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
