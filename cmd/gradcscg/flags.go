@@ -73,7 +73,7 @@ var flagRanges = map[string]map[string]flagRange{
 		"final-grow": ints(0, 6), "final-doublings": ints(0, 16), "final-iters": ints(1, 1_000_000),
 		"final-chunk-above": floats(0, 1e15),
 	},
-	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100)},
+	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100), "steps": rangeSteps},
 	"vqvae": {
 		"k": ints(0, 4096), "steps": ints(0, 100_000_000), "batch": ints(1, 65536), "lr": positive(1),
 		"episodes": rangeEpisodes, "episode-len": rangeSteps, "eval-len": rangeSteps, "curve": ints(0, 100_000_000),

@@ -32,12 +32,16 @@ func runReproduce(args []string) error {
 	force := fset.Bool("force", false, "re-run runs whose report already exists")
 	quiet := fset.Bool("quiet", false, "no per-run progress output")
 	collect := fset.Bool("collect", false, "train nothing: tabulate the reports that exist")
+	steps := fset.Int("steps", 0, "symbolic suites: steps of every training walk and of the held-out walk (0: each environment's reference data size); reports end in _steps<N>, the table is <suite>_steps<N>.md")
 	restarts := fset.Int("restarts", 0, "symbolic suites: train the environment's reference budget from this many starts, EM keeping the best training likelihood, the gradient trainer stopping at the first that fits (0: grow each map's budget by splitting from one clone per token, one start)")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
+	}
+	if _, symbolic := experiment.SymbolicSuites[*suite]; flagGiven(fset, "steps") && !symbolic {
+		return fmt.Errorf("--steps with --suite %s: only the symbolic suites (symbolic, cscg, bigger) take a data size", *suite)
 	}
 	var progress io.Writer = stderr
 	if *quiet {
@@ -109,7 +113,7 @@ func runReproduce(args []string) error {
 			return fmt.Errorf("--suite %q: must be symbolic, cscg, bigger, images, ablation, plan or stress", *suite)
 		}
 		table, path, err = experiment.RunSymbolicSuite(experiment.SymbolicSuite{Name: *suite, Envs: envs,
-			Trainers: splitList(*trainers), Seeds: *seeds, Restarts: *restarts, Out: *out, Force: *force, Collect: *collect,
+			Trainers: splitList(*trainers), Seeds: *seeds, Restarts: *restarts, Steps: *steps, Out: *out, Force: *force, Collect: *collect,
 			Progress: progress}, stderr)
 	}
 	if table != "" {
@@ -125,6 +129,6 @@ func suiteError(err error) error {
 	if errors.Is(err, experiment.ErrInterrupted) {
 		return err
 	}
-	return flagNamed(err, map[string]string{"trainer": "--trainers", "Seeds": "--seeds", "Restarts": "--restarts",
+	return flagNamed(err, map[string]string{"trainer": "--trainers", "Seeds": "--seeds", "Restarts": "--restarts", "Steps": "--steps",
 		"Dataset": "--dataset", "Arch": "--arch", "Pairs": "--pairs"})
 }

@@ -159,3 +159,44 @@ func TestReproduceAblationCollect(t *testing.T) {
 		t.Errorf("--collect created run directories: %d entries in %s", len(entries), runs)
 	}
 }
+
+// TestReproduceSteps: --steps reads and tabulates the reports of that data size under
+// their own names (the defaults' table is left alone), and is an error for a suite
+// that has no data size to set.
+func TestReproduceSteps(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "bigger")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := "tiled_gradient_seed1_steps300000.json"
+	b, err := os.ReadFile(filepath.Join("..", "..", "results", "bigger", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "reproduce", "--suite", "bigger", "--envs", "tiled", "--trainers", "gradient",
+		"--seeds", "1", "--steps", "300000", "--collect", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "bigger_steps300000.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--steps 300000", "| tiled | gradient | 1 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "bigger.md")); !os.IsNotExist(err) {
+		t.Errorf("the defaults' table was written: %v", err)
+	}
+	code, _, errOut = run(t, "reproduce", "--suite", "images", "--steps", "5000", "--collect", "--out", out)
+	if code == 0 {
+		t.Fatal("--steps with the images suite: exit 0")
+	}
+	oneCleanError(t, errOut, "--steps with --suite images")
+}

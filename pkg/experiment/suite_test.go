@@ -19,7 +19,7 @@ func TestSymbolicTableVerdict(t *testing.T) {
 		return &evaluate.Report{NumStates: 7, Diagnosis: &chmm.Diagnosis{Verdict: &chmm.Verdict{Resolved: ok}}}
 	}
 	order := []string{"tiled/em", "tiled/gradient"}
-	md := symbolicTable("bigger", order, map[string][]*evaluate.Report{
+	md := symbolicTable("bigger", 0, order, map[string][]*evaluate.Report{
 		"tiled/em":       {judged(true), judged(false), judged(true)},
 		"tiled/gradient": {{NumStates: 7}},
 	})
@@ -33,7 +33,7 @@ func TestSymbolicTableVerdict(t *testing.T) {
 			t.Errorf("the row without a verdict does not show –: %s", line)
 		}
 	}
-	plain := symbolicTable("symbolic", order[1:], map[string][]*evaluate.Report{"tiled/gradient": {{NumStates: 7}}})
+	plain := symbolicTable("symbolic", 0, order[1:], map[string][]*evaluate.Report{"tiled/gradient": {{NumStates: 7}}})
 	if strings.Contains(plain, "verdict") {
 		t.Errorf("a table without verdicts has the column:\n%s", plain)
 	}
@@ -136,5 +136,40 @@ func TestSymbolicSuiteCheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(ckpt); !os.IsNotExist(err) {
 		t.Errorf("checkpoint left after the report: %v", err)
+	}
+}
+
+// TestSymbolicSuiteSteps: a suite with its data size given trains walks of that
+// length, and its reports and table sit beside the defaults' under their own names;
+// a size out of range is an error naming the field.
+func TestSymbolicSuiteSteps(t *testing.T) {
+	out := t.TempDir()
+	suite := SymbolicSuite{Name: "symbolic", Envs: []string{"aliased"}, Trainers: []string{"gradient"}, Seeds: 1, Out: out, Steps: 2000}
+	table, path, err := RunSymbolicSuite(suite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(out, "symbolic_steps2000.md"); path != want {
+		t.Errorf("table at %s, want %s", path, want)
+	}
+	if !strings.Contains(table, "--steps 2000") || !strings.Contains(table, "| aliased | gradient | 1 |") {
+		t.Errorf("table does not name the data size or lacks the run:\n%s", table)
+	}
+	dir := filepath.Join(out, "symbolic")
+	rep, err := evaluate.ReadJSON(filepath.Join(dir, "aliased_gradient_seed1_steps2000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Steps != 2000 {
+		t.Errorf("report of %d training steps, want 2000", rep.Steps)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aliased_gradient_seed1.json")); !os.IsNotExist(err) {
+		t.Errorf("a default-named report was written: %v", err)
+	}
+	for _, steps := range []int{-1, 1, maxSuiteSteps + 1} {
+		suite.Steps = steps
+		if _, _, err := RunSymbolicSuite(suite, nil); err == nil || !strings.Contains(err.Error(), "Steps") {
+			t.Errorf("Steps %d: %v, want an error naming Steps", steps, err)
+		}
 	}
 }

@@ -33,11 +33,15 @@ var SymbolicSuites = map[string][]string{
 // interrupted goes on from its last split (Symbolic.Checkpoint:
 // <env>_<trainer>_seed<N>.ckpt beside the report, removed once it is written).
 type SymbolicSuite struct {
-	Name     string    // a key of SymbolicSuites
-	Envs     []string  // a subset of the suite's environments (nil: all of them)
-	Trainers []string  // "gradient", "em" (nil: both)
-	Seeds    int       // seeds 1..Seeds; at least 1
-	Restarts int       // 0 grows each budget by splitting (DefaultSymbolic); N ≥ 1 trains the reference budget from N starts (Symbolic.FixedBudget)
+	Name     string   // a key of SymbolicSuites
+	Envs     []string // a subset of the suite's environments (nil: all of them)
+	Trainers []string // "gradient", "em" (nil: both)
+	Seeds    int      // seeds 1..Seeds; at least 1
+	Restarts int      // 0 grows each budget by splitting (DefaultSymbolic); N ≥ 1 trains the reference budget from N starts (Symbolic.FixedBudget)
+	// Steps, if > 0, is the length of every training walk and of the held-out walk
+	// instead of the environment's reference data size (0). Its reports end in
+	// _steps<Steps> and its table is <Name>_steps<Steps>.md, beside the defaults'.
+	Steps    int
 	Out      string    // results root ("": results)
 	Tables   string    // where the table goes ("": Out)
 	Force    bool      // re-run runs whose report exists
@@ -78,6 +82,13 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 	if restarts < 0 {
 		return "", "", &FieldError{"Restarts", s.Restarts, "need at least 0"}
 	}
+	if s.Steps < 0 || s.Steps == 1 || s.Steps > maxSuiteSteps {
+		return "", "", &FieldError{"Steps", s.Steps, fmt.Sprintf("need 0 (the reference) or 2..%d", maxSuiteSteps)}
+	}
+	suffix := "" // of the reports and the table
+	if s.Steps > 0 {
+		suffix = fmt.Sprintf("_steps%d", s.Steps)
+	}
 	root := s.Out
 	if root == "" {
 		root = "results"
@@ -96,7 +107,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 			key := env + "/" + tr
 			order = append(order, key)
 			for seed := 1; seed <= s.Seeds; seed++ {
-				path := filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed))
+				path := filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, tr, seed, suffix))
 				var rep *evaluate.Report
 				if !s.Force {
 					r, err := evaluate.ReadJSON(path)
@@ -118,7 +129,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 							return "", "", err
 						}
 					}
-					if rep, err = symbolicSuiteRun(env, tr, seed, restarts, ckpt, s.Progress); err != nil {
+					if rep, err = symbolicSuiteRun(env, tr, seed, restarts, s.Steps, ckpt, s.Progress); err != nil {
 						return "", "", fmt.Errorf("%s seed %d: %w", key, seed, err)
 					}
 					if err := rep.WriteJSON(path); err != nil {
@@ -138,21 +149,25 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 			}
 		}
 	}
-	order, groups = suiteReports(dir, all, s.Seeds, order, groups)
-	table = symbolicTable(s.Name, order, groups)
+	order, groups = suiteReports(dir, suffix, all, s.Seeds, order, groups)
+	table = symbolicTable(s.Name, s.Steps, order, groups)
 	if s.Tables != "" {
 		root = s.Tables
 	}
-	path = filepath.Join(root, s.Name+".md")
+	path = filepath.Join(root, s.Name+suffix+".md")
 	if err := atomicfile.WriteFile(path, []byte(table)); err != nil {
 		return "", "", err
 	}
 	return table, path, nil
 }
 
+// maxSuiteSteps bounds SymbolicSuite.Steps (the symbolic command's --steps bound).
+const maxSuiteSteps = 10_000_000
+
 // symbolicSuiteRun is one run of a symbolic suite: the environment's defaults and the
-// seed; EM with restarts ≥ 1 trains the reference budget from that many starts.
-func symbolicSuiteRun(envName, trainer string, seed, restarts int, checkpoint string, progress io.Writer) (*evaluate.Report, error) {
+// seed; EM with restarts ≥ 1 trains the reference budget from that many starts; steps
+// > 0 is the length of the training and held-out walks.
+func symbolicSuiteRun(envName, trainer string, seed, restarts, steps int, checkpoint string, progress io.Writer) (*evaluate.Report, error) {
 	env, err := gridworld.Named(envName)
 	if err != nil {
 		return nil, err
@@ -162,6 +177,9 @@ func symbolicSuiteRun(envName, trainer string, seed, restarts int, checkpoint st
 		return nil, err
 	}
 	s.Seed, s.Init = uint64(seed), InitUniform
+	if steps > 0 {
+		s.Steps, s.EvalSteps = steps, steps
+	}
 	if restarts > 0 {
 		s = s.FixedBudget(restarts)
 	}
@@ -183,9 +201,10 @@ func logf(log io.Writer, format string, args ...any) {
 }
 
 // suiteReports adds to groups (keyed env/trainer, in order) the reports of seeds 1..seeds
-// that exist in dir for every environment of the suite and both trainers, and returns the
-// combined row order: the suite's environments first, then any others already in order.
-func suiteReports(dir string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
+// (names ending in suffix) that exist in dir for every environment of the suite and both
+// trainers, and returns the combined row order: the suite's environments first, then any
+// others already in order.
+func suiteReports(dir, suffix string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
 	var all []string
 	seen := map[string]bool{}
 	for _, env := range envs {
@@ -196,7 +215,7 @@ func suiteReports(dir string, envs []string, seeds int, order []string, groups m
 				continue // this invocation ran or read them
 			}
 			for seed := 1; seed <= seeds; seed++ {
-				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.json", env, tr, seed)))
+				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, tr, seed, suffix)))
 				if err == nil {
 					groups[key] = append(groups[key], r)
 				}
@@ -230,10 +249,15 @@ func resolvedCount(rs []*evaluate.Report) string {
 }
 
 // symbolicTable renders mean ± s.d. over seeds, one row per environment and trainer.
-func symbolicTable(suite string, order []string, groups map[string][]*evaluate.Report) string {
+func symbolicTable(suite string, steps int, order []string, groups map[string][]*evaluate.Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Suite %q: held-out symbolic evaluation (mean ± s.d. over seeds)\n\n", suite)
-	fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite %s`. Viterbi-path map at cutoff f = 0.002; purity is visit-weighted state→place purity.", suite)
+	if steps > 0 {
+		fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite %s --steps %d`: every training walk and the held-out walk are %d steps long.", suite, steps, steps)
+	} else {
+		fmt.Fprintf(&b, "Generated by `gradcscg reproduce --suite %s`.", suite)
+	}
+	b.WriteString(" Viterbi-path map at cutoff f = 0.002; purity is visit-weighted state→place purity.")
 	if suite == "bigger" {
 		b.WriteString(" The Viterbi-path map keeps a place pair the held-out walk crosses more than f·T times, which no pair of a world with more than about 1/f = 500 edges can reach on a random walk (four_rooms has 654): *projected F1* scores the map read from the transitions at threshold 0.01 instead.")
 	}
