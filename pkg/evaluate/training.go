@@ -43,6 +43,9 @@ type Training struct {
 	// clones folded into alike ones before the splits (experiment.Symbolic.FoldAlike).
 	Doublings int `json:"doublings,omitempty"`
 	Folded    int `json:"folded,omitempty"`
+	// Rounds are the trainings of a symbolic budget grown by splitting, in order:
+	// Doublings + 1 of them, the last the map's.
+	Rounds []BudgetRound `json:"rounds,omitempty"`
 	// GrowChecks are a pixel run's checks of a finalisation budget that bound
 	// (pipeline.Config.FinalGrow), in order.
 	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
@@ -60,6 +63,25 @@ type Training struct {
 	Runs []TrainerRun `json:"runs,omitempty"`
 	// Joint is the joint phase of a map learned from pixels; nil otherwise.
 	Joint *Joint `json:"joint,omitempty"`
+}
+
+// BudgetRound is one training of a symbolic budget grown by splitting and what
+// followed it (experiment.Symbolic.Doublings).
+type BudgetRound struct {
+	Iterations  int     `json:"iterations"`             // of the training
+	Stop        string  `json:"stop"`                   // why the training stopped
+	ClonesAdded int     `json:"clones_added,omitempty"` // by the training's own splits at plateaus
+	Clones      int     `json:"clones"`                 // clones after the training
+	Used        int     `json:"used"`                   // clones its training walks use (chmm.Diagnosis.UsedClones)
+	TrainBits   float64 `json:"train_bits"`             // bits per step on the training walks
+	// Kept clones were split in two for the next round, after Folded alike ones were
+	// folded into others (looking FoldDepth moves ahead; 0: until stable); 0 in the
+	// last round.
+	Kept      int `json:"kept,omitempty"`
+	Folded    int `json:"folded,omitempty"`
+	FoldDepth int `json:"fold_depth,omitempty"`
+	// Outcome is "split", or why the budget stopped growing (the last round).
+	Outcome string `json:"outcome"`
 }
 
 // GrowCheck is one check of a budget that bound: bits per step on the held-out end of

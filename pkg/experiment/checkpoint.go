@@ -13,6 +13,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
 // doublingCheckpoint is a budget grown by splitting (trainByDoubling) between two
@@ -31,6 +32,7 @@ type doublingCheckpoint struct {
 	// SplitFrom is the training walks' bits per step of the map the last split
 	// started from (Symbolic.FoldCost; 0: not measured).
 	SplitFrom float64
+	Rounds    []evaluate.BudgetRound // the record of the rounds before
 }
 
 const checkpointVersion = 1
@@ -97,7 +99,7 @@ func RemoveCheckpoint(path string) error {
 }
 
 // newCheckpoint is the checkpoint before round's training of s from m.
-func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG, splitFrom float64) (*doublingCheckpoint, error) {
+func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG, splitFrom float64, rounds []evaluate.BudgetRound) (*doublingCheckpoint, error) {
 	cfg, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -107,5 +109,5 @@ func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, fold
 		return nil, err
 	}
 	return &doublingCheckpoint{Version: checkpointVersion, Config: cfg, Round: round, Model: m, History: all,
-		Folded: folded, Elapsed: elapsed, SplitRNG: state, SplitFrom: splitFrom}, nil
+		Folded: folded, Elapsed: elapsed, SplitRNG: state, SplitFrom: splitFrom, Rounds: rounds}, nil
 }

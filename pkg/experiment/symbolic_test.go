@@ -639,6 +639,25 @@ func TestDoublingCheckpoint(t *testing.T) {
 	if whole.Report.Training.Doublings < 3 {
 		t.Fatalf("%d splits: too few to interrupt after the second", whole.Report.Training.Doublings)
 	}
+	// The record has every round: the iterations of all of them are the history's,
+	// each round but the last was split, and the last one's clones are the map's.
+	rounds := whole.Report.Training.Rounds
+	if len(rounds) != whole.Report.Training.Doublings+1 {
+		t.Fatalf("%d rounds recorded for %d splits", len(rounds), whole.Report.Training.Doublings)
+	}
+	iters := 0
+	for i, r := range rounds {
+		iters += r.Iterations
+		if split := i < len(rounds)-1; (r.Outcome == "split") != split || split && r.Kept == 0 || r.Used > r.Clones {
+			t.Errorf("round %d: %+v", i, r)
+		}
+	}
+	if iters != len(whole.History.LogLik) {
+		t.Errorf("rounds ran %d iterations, the history has %d", iters, len(whole.History.LogLik))
+	}
+	if last := rounds[len(rounds)-1]; last.Clones != whole.Model.N()-1 {
+		t.Errorf("last round: %d clones, the map has %d states (clones and the sink)", last.Clones, whole.Model.N())
+	}
 	s.Checkpoint = filepath.Join(dir, "cut.ckpt")
 	stop := errors.New("interrupted")
 	checkpointHook = func(round int) error {
@@ -668,7 +687,7 @@ func TestDoublingCheckpoint(t *testing.T) {
 		t.Errorf("resumed history: %d entries, want %d", len(resumed.History.LogLik), len(whole.History.LogLik))
 	}
 	ra, rb := whole.Report.Training, resumed.Report.Training
-	if ra.Doublings != rb.Doublings || ra.Folded != rb.Folded || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
+	if ra.Doublings != rb.Doublings || ra.Folded != rb.Folded || !slices.Equal(ra.Rounds, rb.Rounds) || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
 		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
 	}
 

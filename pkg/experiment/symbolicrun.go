@@ -489,6 +489,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	foldedAll, first := 0, 0
 	splitFrom := 0.0 // the bits per step of the map the last split started from (FoldCost)
 	var h *chmm.History
+	var rounds []evaluate.BudgetRound
 	all, t0 := &chmm.History{}, time.Now()
 	if s.Checkpoint != "" {
 		c, err := loadCheckpoint(s.Checkpoint, s)
@@ -499,7 +500,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			if err := src.UnmarshalBinary(c.SplitRNG); err != nil {
 				return nil, nil, nil, 0, fmt.Errorf("checkpoint %s: %w", s.Checkpoint, err)
 			}
-			m, all, foldedAll, first, splitFrom = c.Model, c.History, c.Folded, c.Round, c.SplitFrom
+			m, all, foldedAll, first, splitFrom, rounds = c.Model, c.History, c.Folded, c.Round, c.SplitFrom, c.Rounds
 			t0 = t0.Add(-time.Duration(c.Elapsed * float64(time.Second)))
 			if progressOut != nil {
 				fmt.Fprintf(progressOut, "resuming from %s: budget round %d, %d states, %.0f s trained before\n",
@@ -528,6 +529,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 		if err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
+		rd := evaluate.BudgetRound{Iterations: len(h.LogLik), Stop: h.Stop, ClonesAdded: h.ClonesAdded(),
+			Clones: d.Clones, Used: d.UsedClones, TrainBits: d.TrainBits}
 		// The clones the training walks' Viterbi paths visit are kept and split: by
 		// EM, any visit; by the gradient trainer, whose softmax maps lend a few visits
 		// to many clones, at least chmm.UsedShare of their token's (the clones
@@ -592,14 +595,17 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				m = hm
 				appendHistory(all, hh, hAt)
 			}
+			rd.Outcome = why
 			rec := SymbolicTraining(m, train, 1, h)
-			rec.Doublings, rec.Folded = round, foldedAll
+			rec.Doublings, rec.Folded, rec.Rounds = round, foldedAll, append(rounds, rd)
 			if hh != nil {
 				rec.Runs = append(rec.Runs, evaluate.TrainerRun{Name: "hard", Iterations: len(hh.LogLik), Stop: hh.Stop})
 			}
 			return m, all, rec, before, nil
 		}
 		foldedAll += nFolded
+		rd.Kept, rd.Folded, rd.FoldDepth, rd.Outcome = kept, nFolded, depth, "split"
+		rounds = append(rounds, rd)
 		if m, _, err = chmm.Prune(folded, keep); err != nil {
 			return nil, nil, nil, 0, fmt.Errorf("sizing the budget: %w", err)
 		}
@@ -661,7 +667,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				round, d.TrainBits, probe, d.UsedClones, d.Clones, kept, alike, splitWhat)
 		}
 		if s.Checkpoint != "" {
-			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src, splitFrom)
+			c, err := newCheckpoint(s, round+1, m, all, foldedAll, time.Since(t0).Seconds(), src, splitFrom, rounds)
 			if err == nil {
 				err = saveCheckpoint(s.Checkpoint, c)
 			}
