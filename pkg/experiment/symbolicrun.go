@@ -476,8 +476,9 @@ func RunSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer) (*SymbolicRun
 
 // trainByDoubling trains s's map with a budget that grows by splitting
 // (Symbolic.Doublings) and returns it, the history of every training and of the hard
-// phase kept, one after another on one clock, the record (of the last training) and
-// the seconds trained before a resume from s.Checkpoint (0 if none).
+// phase kept, one after another on one clock, the record (of the last training, every
+// round's in Rounds) and the seconds trained before a resume from s.Checkpoint (0 if
+// none).
 func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm.Sequence, progressOut io.Writer) (*chmm.Model, *chmm.History, *evaluate.Training, float64, error) {
 	ones := make([]int, numTokens)
 	for k := range ones {
