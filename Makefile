@@ -73,7 +73,7 @@ reproduce-cscg: build
 	$(BIN) reproduce --suite cscg --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite cscg --seeds 10 --collect --out results
 
-# Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seeds 1-3,
+# Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seeds 1-10,
 # each budget grown by splitting (hours on 2 cores: the gradient trainer reads its long walks in random
 # chunks and folds alike clones, README "Bigger worlds"); writes results/bigger.md with the label-free
 # verdict of each row. The same suite's
@@ -83,8 +83,8 @@ reproduce-cscg: build
 # 150,000 leave a map merged): results/bigger_steps300000.md.
 reproduce-bigger: build
 	$(BIN) reproduce --suite bigger --trainers em --seeds 3 --out results
-	$(BIN) reproduce --suite bigger --trainers gradient --seeds 3 --out results
-	$(BIN) reproduce --suite bigger --seeds 3 --collect --out results
+	$(BIN) reproduce --suite bigger --trainers gradient --seeds 10 --out results
+	$(BIN) reproduce --suite bigger --seeds 10 --collect --out results
 	$(BIN) reproduce --suite bigger --envs tiled --steps 300000 --seeds 3 --out results
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
