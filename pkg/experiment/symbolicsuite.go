@@ -107,7 +107,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 			key := env + "/" + tr
 			order = append(order, key)
 			for seed := 1; seed <= s.Seeds; seed++ {
-				path := filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, tr, seed, suffix))
+				path := suiteReportPath(dir, env, tr, seed, suffix)
 				var rep *evaluate.Report
 				if !s.Force {
 					r, err := evaluate.ReadJSON(path)
@@ -159,6 +159,12 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 		return "", "", err
 	}
 	return table, path, nil
+}
+
+// suiteReportPath is where a symbolic suite keeps the report of one run:
+// <env>_<trainer>_seed<N><suffix>.json in dir (suffix: "" or _steps<Steps>).
+func suiteReportPath(dir, env, trainer string, seed int, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, trainer, seed, suffix))
 }
 
 // maxSuiteSteps bounds SymbolicSuite.Steps (the symbolic command's --steps bound).
@@ -215,7 +221,7 @@ func suiteReports(dir, suffix string, envs []string, seeds int, order []string, 
 				continue // this invocation ran or read them
 			}
 			for seed := 1; seed <= seeds; seed++ {
-				r, err := evaluate.ReadJSON(filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, tr, seed, suffix)))
+				r, err := evaluate.ReadJSON(suiteReportPath(dir, env, tr, seed, suffix))
 				if err == nil {
 					groups[key] = append(groups[key], r)
 				}
