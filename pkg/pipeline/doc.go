@@ -71,7 +71,8 @@
 //     confusion matrix C (chmm.EMConfig.Confusion; C[k][o] is the chance that a place of
 //     token k is read as o), from one clone per token, the clones split in two while
 //     the held-out ends of the training walks improve by SplitGain bits per step
-//     (runner.finaliseEM). A misread is then explained by C, not by a clone. The map
+//     (runner.finaliseEM). A misread is then explained by C, not by a clone; a token
+//     the walks (almost) never show holds no place (startConfusion). The map
 //     file carries C (ConfusionMeta); the hard read-out and the diagnosis read the
 //     tokens through it.
 //

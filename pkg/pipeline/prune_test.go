@@ -318,3 +318,35 @@ func TestFinalChunks(t *testing.T) {
 		t.Errorf("final_chunk_above -1: Validate = %v", err)
 	}
 }
+
+// TestStartConfusion: FinalEM's first C reads a token shown on fewer than
+// chmm.NoisyStepsPerClone steps only as itself, and spreads 0.1 of every other row
+// evenly over the other tokens, rare ones included (their steps are misreads).
+func TestStartConfusion(t *testing.T) {
+	obs := make([]int, 0, 2*chmm.NoisyStepsPerClone+5)
+	for i := range 2 * chmm.NoisyStepsPerClone {
+		obs = append(obs, i%2) // tokens 0 and 1: NoisyStepsPerClone steps each
+	}
+	obs = append(obs, 2, 2, 2, 2, 2) // token 2: five steps; token 3: none
+	seqs := []chmm.Sequence{{Obs: obs[:100], Actions: make([]int, 99)}, {Obs: obs[100:], Actions: make([]int, len(obs)-101)}}
+	c, rare := startConfusion(seqs, 4)
+	if !slices.Equal(rare, []int{2, 3}) {
+		t.Errorf("rare tokens %v, want [2 3]", rare)
+	}
+	want := [][]float64{
+		{0.9, 0.1 / 3, 0.1 / 3, 0.1 / 3},
+		{0.1 / 3, 0.9, 0.1 / 3, 0.1 / 3},
+		{0, 0, 1, 0},
+		{0, 0, 0, 1},
+	}
+	for k := range want {
+		for o := range want[k] {
+			if math.Abs(c[k][o]-want[k][o]) > 1e-12 {
+				t.Errorf("C[%d][%d] = %v, want %v", k, o, c[k][o], want[k][o])
+			}
+		}
+	}
+	if err := chmm.ValidateConfusion(c, 4); err != nil {
+		t.Error(err)
+	}
+}

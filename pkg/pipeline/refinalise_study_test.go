@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -22,7 +23,10 @@ import (
 // SplitPatience; REFINALISE_TRAINER=em|gradient redoes it with that trainer and its
 // default FinalIters instead of the run's). A gradient finalisation (FinalGradient) is
 // redone as configured, or with REFINALISE_UNIFORM=N from N clones for every token
-// instead of the budget by token share (no growth). The run directory is not touched. README, "Bigger worlds":
+// instead of the budget by token share (no growth). REFINALISE_SCORE=1 also scores
+// every FinalEM round's map (labels only to score) and prints how often its training
+// walks surprise it, and how often its Viterbi path misses, lines starting "SCORE".
+// The run directory is not touched. README, "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 //	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
@@ -66,6 +70,28 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
+	if os.Getenv("REFINALISE_SCORE") != "" {
+		seqs := d.sequences(tokens)
+		r.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
+			mc := m.Clone()
+			b, err := json.Marshal(conf)
+			if err != nil {
+				return err
+			}
+			mc.Meta = map[string]string{ConfusionMeta: string(b)}
+			rep, err := Evaluate(res.VQVAE, mc, d.env, cfg)
+			if err != nil {
+				return err
+			}
+			dg, err := chmm.DiagnoseConfused(m, seqs, nil, conf, 0)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "SCORE round %d: %d states; F1 %.3f (recall %.3f), purity %.3f, action accuracy %.3f; surprises %.4f, misses %.4f (hindsight %.4f), predicts next %.3f\n",
+				round, m.N(), rep.ViterbiMap.F1, rep.ViterbiMap.Recall, rep.StatePlacePurity, rep.ActionAccuracy, dg.Surprises, dg.Misses, dg.Surprises-dg.Misses, dg.Determinism)
+			return nil
+		}
+	}
 	start := time.Now()
 	k, numActions := res.HMM.K(), res.HMM.NumActions
 	var hmm *chmm.Model

@@ -364,6 +364,9 @@ type runner struct {
 	// patience overrides SplitPatience for FinalEM (0: SplitPatience); only
 	// TestRefinaliseStudy sets it.
 	patience int
+	// emRound, if set, sees each FinalEM round's trained map and its confusion
+	// matrix before it is split (the refinalise study scores them); only studies set it.
+	emRound func(round int, m *chmm.Model, conf [][]float64) error
 	// finalStart is when the finalisation's seconds not yet in st.Seconds began.
 	finalStart time.Time
 
@@ -1397,8 +1400,8 @@ func (r *runner) checkpointGrad(s *finalGradState, m *chmm.Model) error {
 // the map and C[k][o], the chance that a place of token k is read as o, on the first
 // 1 − GrowHoldOut of every training walk, cut into pieces of at least minPiece steps
 // so that every core has one (the forward–backward pass through C runs one goroutine
-// per sequence; a cut starts its piece afresh, from π). C starts at 0.9 on the diagonal and 0.1/(K−1)
-// elsewhere; entries below ConfusionMin are dropped after each round. Then the clones
+// per sequence; a cut starts its piece afresh, from π). C starts as startConfusion
+// makes it; entries below ConfusionMin are dropped after each round. Then the clones
 // holding at least chmm.UsedShare of their token's expected visits are kept and split in
 // two (chmm.SplitAll) and EM trains on, until the held-out ends of the walks (scored
 // given their starts, under C) have missed a gain of SplitGain bits per step over the
@@ -1415,16 +1418,10 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	s := r.st.FinalEM
 	if s == nil {
 		s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
-		conf = make([][]float64, k)
-		for i := range conf {
-			conf[i] = make([]float64, k)
-			for o := range conf[i] {
-				conf[i][o] = 0.1 / float64(max(1, k-1))
-			}
-			conf[i][i] = 0.9
-			if k == 1 {
-				conf[i][i] = 1
-			}
+		var rare []int
+		conf, rare = startConfusion(seqs, k)
+		if len(rare) > 0 && r.out != nil {
+			fmt.Fprintf(r.out, "token(s) %v show on fewer than %d training steps: read as misreads of the others, they hold no place\n", rare, chmm.NoisyStepsPerClone)
 		}
 		ones := make([]int, k)
 		for i := range ones {
@@ -1487,6 +1484,11 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		}
 		bits := -nats / float64(max(1, held)) / math.Ln2
 		r.st.Made.HeldOutBits = append(r.st.Made.HeldOutBits, bits)
+		if r.emRound != nil {
+			if err := r.emRound(round, m, conf); err != nil {
+				return nil, err
+			}
+		}
 		if bestBits-bits < SplitGain {
 			missed++
 		} else {
@@ -1531,6 +1533,48 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	}
 	r.st.Made.Doublings, r.st.Made.Confusion = bestRound, bestConf
 	return best, nil
+}
+
+// startConfusion is FinalEM's first confusion matrix: 0.9 on the diagonal and 0.1
+// spread evenly over the other tokens. A token that shows on fewer than
+// chmm.NoisyStepsPerClone steps of seqs (a code the encoder all but stopped using) is
+// read only as itself (C[k][k] = 1, learned no further): its one clone is never a
+// candidate for another token, and its few steps are left to the others' rows as
+// misreads. Left free, such a row held no steps of its own to anchor it and became a
+// wildcard read as several tokens (tiled from MNIST with 12 codes, seed 2: the rows of
+// the three codes emptied in the joint phase ended at C[6][11] = 1, C[9][4] = 1 and
+// C[8] = 0.31, 0.33, 0.20 on tokens 2, 4 and 7; README "Bigger worlds"). rare lists
+// those tokens.
+func startConfusion(seqs []chmm.Sequence, k int) (c [][]float64, rare []int) {
+	count := make([]int, k)
+	for _, q := range seqs {
+		for _, o := range q.Obs {
+			count[o]++
+		}
+	}
+	common := 0
+	for i := range k {
+		if count[i] < chmm.NoisyStepsPerClone {
+			rare = append(rare, i)
+		} else {
+			common++
+		}
+	}
+	c = make([][]float64, k)
+	for i := range c {
+		c[i] = make([]float64, k)
+		if count[i] < chmm.NoisyStepsPerClone || common == 1 {
+			c[i][i] = 1
+			continue
+		}
+		for o := range c[i] {
+			if o != i {
+				c[i][o] = 0.1 / float64(k-1)
+			}
+		}
+		c[i][i] = 0.9
+	}
+	return c, rare
 }
 
 // checkpointEM commits s, with m (the next round's start) and best saved beside it, so
