@@ -1538,8 +1538,8 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 // startConfusion is FinalEM's first confusion matrix: 0.9 on the diagonal and 0.1
 // spread evenly over the other tokens. A token that shows on fewer than
 // chmm.NoisyStepsPerClone steps of seqs (a code the encoder all but stopped using) is
-// read only as itself (C[k][k] = 1, learned no further): its one clone is never a
-// candidate for another token, and its few steps are left to the others' rows as
+// read only as itself (C[k][k] = 1, learned no further): its clones are never
+// candidates for another token, and its few steps are left to the others' rows as
 // misreads. Left free, such a row held no steps of its own to anchor it and became a
 // wildcard read as several tokens (tiled from MNIST with 12 codes, seed 2: the rows of
 // the three codes emptied in the joint phase ended at C[6][11] = 1, C[9][4] = 1 and
