@@ -35,7 +35,7 @@ type trainOptions struct {
 	collapseLevel, stopChurn, finalChunkAbove, mergeCodes        float64
 	decode, budget, arch, finalTrainer                           string
 	finalDoublings, finalIters                                   int
-	freeze, noLengthNorm, supervised                             bool
+	freeze, noLengthNorm, supervised, scaled                     bool
 }
 
 func runTrain(args []string) error {
@@ -76,6 +76,7 @@ func runTrain(args []string) error {
 	f.StringVar(&o.budget, "final-budget", "", "finalisation clones: share (re-budget by token share, default) or joint (keep the joint phase's)")
 	f.BoolVar(&o.freeze, "freeze-vqvae", false, "ablation: keep the VQ-VAE frozen during the joint phase")
 	f.BoolVar(&o.noLengthNorm, "no-length-norm", false, "ablation: drop the 1/T length normalisation of the HMM term")
+	f.BoolVar(&o.scaled, "scaled-emissions", false, "joint phase: the HMM term reads each frame's soft posterior over the minibatch's mean posterior (scaled likelihoods), so merging tokens the map cannot tell apart gains nothing (default off: the posterior, as the paper)")
 	f.BoolVar(&o.supervised, "supervised-warmup", false, "comparison only: add the reference's digit-classification loss to the warm-up (uses labels)")
 	f.StringVar(&o.jsonPath, "json", "", "also write the evaluation report as JSON to this path")
 	f.BoolVar(&o.reevaluate, "reevaluate", false, "re-score the finished run in --run with the current evaluation (rewrites its report.json)")
@@ -212,6 +213,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	}
 	cfg.FreezeVQVAE = cfg.FreezeVQVAE || o.freeze
 	cfg.NoLengthNorm = cfg.NoLengthNorm || o.noLengthNorm
+	cfg.ScaledEmissions = cfg.ScaledEmissions || o.scaled
 	cfg.VQVAE.Classify = cfg.VQVAE.Classify || o.supervised
 	return cfg, cfg.Validate()
 }

@@ -50,6 +50,9 @@ func RunName(cfg pipeline.Config) string {
 	if cfg.AlphaDiv == 0 {
 		name += "_nodiv"
 	}
+	if cfg.ScaledEmissions {
+		name += "_scaled"
+	}
 	if known {
 		name += settingsSuffix(cfg, d)
 	}

@@ -148,6 +148,13 @@ type Config struct {
 	// merge too. 0: off (every kept code is a token; the paper).
 	MergeCodes float64 `json:"merge_codes"`
 
+	// ScaledEmissions, if true, makes the joint phase's HMM term read each frame's soft
+	// posterior over the minibatch's mean posterior, ρ_t(k)/ρ̄(k) (the scaled likelihoods
+	// of hybrid HMMs), instead of ρ_t(k) (Sec. 3.5). With ρ_t(k), merging two tokens the
+	// map cannot yet tell apart raises the term's likelihood; with ρ_t(k)/ρ̄(k) it does
+	// not, and a token that holds every frame predicts nothing. false: ρ_t(k) (the paper).
+	ScaledEmissions bool `json:"scaled_emissions,omitempty"`
+
 	// Phase 2: joint training (Sec. 3.6, Algorithm 1).
 	JointIters int     `json:"joint_iters"` // iterations, each one minibatch of JointBatch chunks (1500)
 	ChunkLen   int     `json:"chunk_len"`   // T of a chunk (256)

@@ -34,6 +34,9 @@ type Joint struct {
 	// joint phase (no Adam step, no EMA codebook update: only (π, Θ) learn);
 	// NoLengthNorm drops the 1/T_b of the HMM term (Sec. 3.6 length normalisation).
 	FreezeVQ, NoLengthNorm bool
+	// Scaled emits ρ_t(k)/ρ̄(k), the soft posterior over its minibatch mean
+	// (Config.ScaledEmissions), instead of ρ_t(k) (Sec. 3.5).
+	Scaled bool
 
 	// GradFrames, if in (0, B·T), is the number of a step's frames (the first rows of
 	// Chunk.Images, see Chunk.Order) whose reconstruction and commitment are computed and
@@ -296,7 +299,13 @@ func (j *Joint) Terms(root *model.Scope, x, order, actions, mask *Node) Terms {
 	o.Rec, o.Commit = vqvae.Losses(xr, o.XHat, zg, qg, maskG)
 	t.Out = o
 
-	logRho := Reshape(o.LogRho, B, T, c.K)                                             // [B, T, K]
+	logRho := Reshape(o.LogRho, B, T, c.K) // [B, T, K]
+	if j.Scaled {
+		// Scaled likelihoods: log ρ_t(k) − log ρ̄(k). Tokens the map cannot tell apart
+		// then predict no better merged than apart, and a collapsed code predicts nothing.
+		logBar := vqvae.LogMeanPosterior(o.LogRho, t.FlatMask)                       // [K]
+		logRho = Sub(logRho, BroadcastToDims(Reshape(logBar, 1, 1, c.K), B, T, c.K)) // [B, T, K]
+	}
 	logEmit := j.Layout.StateLogEmissions(logRho)                                      // [B, T, N]: log ρ_t(ω(j)), sink −Inf (Sec. 3.5)
 	pi := hs.GetVariable("pi").NodeValue(g)                                            // [N]
 	theta := hs.GetVariable("theta").NodeValue(g)                                      // [A, N, N]

@@ -52,7 +52,16 @@ func randomChunk(rng *rand.Rand, side int, lengths []int, T, A int) Chunk {
 // TestJointHardConsistency: with a near-zero temperature ρ_t is one-hot on the hard
 // token, and the joint graph's ℓ^s of every (padded) chunk equals pkg/chmm's hard
 // forward pass on the tokens the same graph emits (paper Sec. 3.5, consistency).
+//
+// With Joint.Scaled the emissions are ρ_t(k)/ρ̄(k), so ℓ^s_b is the hard ℓ less
+// Σ_t log ρ̄(token_t), with ρ̄ the tokens' shares among the minibatch's real frames.
 func TestJointHardConsistency(t *testing.T) {
+	for _, scaled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "posterior", true: "scaled"}[scaled], func(t *testing.T) { testJointHardConsistency(t, scaled) })
+	}
+}
+
+func testJointHardConsistency(t *testing.T, scaled bool) {
 	be := testBackend(t)
 	vc := vqvae.DefaultConfig(3)
 	vc.Arch, vc.D, vc.Tau, vc.Init = vqvae.ArchMLP, 8, 1e-9, vqvae.InitUniform
@@ -66,6 +75,7 @@ func TestJointHardConsistency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	j.Scaled = scaled
 	lengths := []int{12, 8, 2}
 	ch := randomChunk(rng, vc.Side, lengths, 12, 4)
 	exec, err := model.NewExec(be.Backend, vq.Store(), func(root *model.Scope, x, a, m *Node) (*Node, *Node, *Node) {
@@ -89,6 +99,14 @@ func TestJointHardConsistency(t *testing.T) {
 		t.Fatal(err)
 	}
 	distinct := map[int32]bool{}
+	share := map[int32]float64{} // ρ̄: each token's share of the real frames
+	real := 0
+	for b, l := range lengths {
+		for s := range l {
+			share[tok[b*ch.T+s]]++
+		}
+		real += l
+	}
 	wantNLL := 0.0
 	for b, l := range lengths {
 		seq := chmm.Sequence{}
@@ -102,6 +120,11 @@ func TestJointHardConsistency(t *testing.T) {
 		want, err := chmm.LogLikelihood(ref, []chmm.Sequence{seq})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if scaled {
+			for _, o := range seq.Obs {
+				want -= math.Log(share[int32(o)] / float64(real))
+			}
 		}
 		wantNLL -= want / float64(l) / float64(len(lengths))
 		if d := math.Abs(float64(ll[b]) - want); d > 1e-4*math.Max(1, math.Abs(want)) {
@@ -122,7 +145,15 @@ func TestJointHardConsistency(t *testing.T) {
 // estimate (the loss value depends on the code, not on z), which finite differences
 // cannot see. Every other term — β·commit, λ·NLL (through log ρ and the While-loop
 // forward–backward surrogate) and α·div — has a true gradient.
+//
+// With Joint.Scaled the NLL's gradient also runs through the minibatch's ρ̄.
 func TestJointGradientFiniteDifferences(t *testing.T) {
+	for _, scaled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "posterior", true: "scaled"}[scaled], func(t *testing.T) { testJointGradientFD(t, scaled) })
+	}
+}
+
+func testJointGradientFD(t *testing.T, scaled bool) {
 	be := testBackend(t)
 	vc := vqvae.DefaultConfig(3)
 	vc.D, vc.F, vc.Tau = 4, 2, 0.5
@@ -150,7 +181,7 @@ func TestJointGradientFiniteDifferences(t *testing.T) {
 	if _, err := hs.CreateVariable("theta", tensors.FromFlatDataAndDimensions(hmm.ThetaLogits, 4, n, n)); err != nil {
 		t.Fatal(err)
 	}
-	j := &Joint{Layout: hmmgraph.Layout{Clones: hmm.Clones}, A: 4, vqCfg: vc}
+	j := &Joint{Layout: hmmgraph.Layout{Clones: hmm.Clones}, A: 4, vqCfg: vc, Scaled: scaled}
 	ch := randomChunk(rng, vc.Side, []int{6, 4}, 6, 4)
 	x64 := make([]float64, len(ch.Images))
 	for i, v := range ch.Images {

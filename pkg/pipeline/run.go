@@ -560,6 +560,7 @@ func (r *runner) warmup() error {
 		return err
 	}
 	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
+	r.joint.Scaled = cfg.ScaledEmissions
 	if cfg.MergeCodes > 0 {
 		r.joint.Share = share
 	}
@@ -794,6 +795,7 @@ func (r *runner) openJoint(name string) error {
 		return err
 	}
 	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = c.FreezeVQVAE, c.NoLengthNorm, c.GradFrames
+	j.Scaled = c.ScaledEmissions
 	if c.MergeCodes > 0 {
 		j.Share = r.st.Share
 	}

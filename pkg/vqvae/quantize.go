@@ -193,6 +193,13 @@ func DiversityPenaltyTo(logRho, mask *Node, share []float64) *Node {
 	return ReduceAllSum(Mul(rhoBar, Sub(logBar, target)))
 }
 
+// LogMeanPosterior is log ρ̄ [K], the log of the mean soft posterior over the valid
+// frames (logRho [B,K], optional mask [B]; 0 where ρ̄_k = 0), with its gradient.
+func LogMeanPosterior(logRho, mask *Node) *Node {
+	_, logBar := meanPosterior(logRho, mask)
+	return logBar
+}
+
 // meanPosterior is ρ̄ [K] and log ρ̄ [K] (0 where ρ̄_k = 0) over the valid frames.
 func meanPosterior(logRho, mask *Node) (rhoBar, logBar *Node) {
 	g := logRho.Graph()
