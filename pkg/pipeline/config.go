@@ -493,7 +493,7 @@ var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
 	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
-	"final_chunk_above": true, "pretrain_iters": true, "merge_codes": true,
+	"final_chunk_above": true, "pretrain_iters": true, "merge_codes": true, "scaled_emissions": true,
 }
 
 // maxMergeCodes is the largest codebook MergeCodes merges: the merge costs about k⁴

@@ -29,8 +29,9 @@
 //
 //     with padded frames masked out of every term and λ_t = λ·min(1, t/T_anneal)
 //     (Sec. 3.6). With Config.ScaledEmissions (off by default) ℓ^s reads
-//     ρ_t(k)/ρ̄(k), ρ̄ the minibatch's mean posterior, instead of ρ_t(k). The VQ-VAE is trained here. Learning rates: two Adam optimizers on
-//     disjoint scopes fed by one gradient pass — 3e-4 for /vqvae and 100× for /hmm
+//     ρ_t(k)/ρ̄(k), ρ̄ the minibatch's mean posterior, instead of ρ_t(k). The VQ-VAE
+//     is trained here. Learning rates: two Adam optimizers on disjoint scopes fed by
+//     one gradient pass — 3e-4 for /vqvae and 100× for /hmm
 //     (π, Θ) — rather than the Θ = 100·Θ_raw reparametrisation, so that the saved HMM
 //     logits are the model's logits. The EMA codebook update (and dead-code revival)
 //     runs in the same graph after the losses have read the codebook. Every frame of a

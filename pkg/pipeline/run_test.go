@@ -944,3 +944,27 @@ func TestMergeCodesResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestScaledEmissionsConfig: a run's config.json written without scaled_emissions
+// (every run before the option, and every run without it since: the field is omitted
+// when false) reads as the posterior emissions; one written with it reads it back.
+func TestScaledEmissionsConfig(t *testing.T) {
+	for _, scaled := range []bool{false, true} {
+		cfg, err := DefaultConfig("aliased")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ScaledEmissions = scaled
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "scaled_emissions") != scaled {
+			t.Errorf("scaled %v: config.json %s", scaled, raw)
+		}
+		got, err := parseRunConfig(raw, "config.json")
+		if err != nil || !reflect.DeepEqual(got, cfg) {
+			t.Errorf("scaled %v: %v %v", scaled, err, diffFields(got, cfg))
+		}
+	}
+}
