@@ -26,6 +26,8 @@ import (
 // instead of the budget by token share (no growth). REFINALISE_SCORE=1 also scores
 // every FinalEM round's map (labels only to score) and prints how often its training
 // walks surprise it, and how often its Viterbi path misses, lines starting "SCORE".
+// REFINALISE_SEED=N seeds the finalisation alone (its start, its splits and its EM)
+// with N instead of the run's seed; the walks and the scoring keep the run's.
 // The run directory is not touched. README, "Bigger worlds":
 //
 //	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
@@ -56,11 +58,12 @@ func TestRefinaliseStudy(t *testing.T) {
 		}
 		cfg = cfg.WithFinalTrainer(tr)
 	}
-	var patience, uniform int
+	var patience, uniform, seed int
 	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
 	knob("REFINALISE_DOUBLINGS", 0, &cfg.FinalDoublings)
 	knob("REFINALISE_PATIENCE", 1, &patience)
 	knob("REFINALISE_UNIFORM", 1, &uniform)
+	knob("REFINALISE_SEED", 0, &seed)
 	d, err := loadData(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +73,9 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
+	if os.Getenv("REFINALISE_SEED") != "" {
+		r.cfg.Seed = uint64(seed)
+	}
 	if os.Getenv("REFINALISE_SCORE") != "" {
 		seqs := d.sequences(tokens)
 		r.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
