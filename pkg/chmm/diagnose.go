@@ -524,8 +524,10 @@ func mergedAdvice(noisy bool, splitsPast int) string {
 	}
 	// tiled from MNIST, seeds 2–4: 1000 EM iterations per round, and two split rounds
 	// past the kept map (four in seed 2's study), each costing more held out (README
-	// "Bigger worlds"); seed 1, whose encoder kept a code per class, was recovered.
-	return fmt.Sprintf("more or longer training walks, or another seed (the encoder decides which classes share a token); more EM iterations per split round if they were fewer than 1000 (%s; "+
+	// "Bigger worlds"); seed 1 was recovered. With a token per class (scaled emissions,
+	// seed 2) neither a split round started afresh from the kept map nor another seed
+	// for the finalisation alone mended it: another seed means another walk and encoder.
+	return fmt.Sprintf("more or longer training walks, or another seed (a new walk and encoder); more EM iterations per split round if they were fewer than 1000 (%s; "+
 		"%d split round(s) past this map predicted held-out steps worse, so more clones will not help)", why, splitsPast)
 }
 
