@@ -58,7 +58,8 @@ func TestRefinaliseStudy(t *testing.T) {
 		}
 		cfg = cfg.WithFinalTrainer(tr)
 	}
-	var patience, uniform, seed int
+	var patience, uniform int
+	seed := -1 // the run's
 	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
 	knob("REFINALISE_DOUBLINGS", 0, &cfg.FinalDoublings)
 	knob("REFINALISE_PATIENCE", 1, &patience)
@@ -73,7 +74,7 @@ func TestRefinaliseStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
-	if os.Getenv("REFINALISE_SEED") != "" {
+	if seed >= 0 {
 		r.cfg.Seed = uint64(seed)
 	}
 	if os.Getenv("REFINALISE_SCORE") != "" {
