@@ -1,6 +1,9 @@
 package chmm
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Progress is passed to a trainer's Progress callback.
 type Progress struct {
@@ -55,6 +58,18 @@ func (h *History) ClonesAdded() int {
 	return n
 }
 
+// clone is a copy of h.
+func (h *History) clone() *History {
+	c := *h
+	c.Phase, c.Iter, c.LogLik = slices.Clone(h.Phase), slices.Clone(h.Iter), slices.Clone(h.LogLik)
+	c.Seconds, c.Entropy, c.Splits = slices.Clone(h.Seconds), slices.Clone(h.Entropy), slices.Clone(h.Splits)
+	c.Confusion = nil
+	for _, row := range h.Confusion {
+		c.Confusion = append(c.Confusion, slices.Clone(row))
+	}
+	return &c
+}
+
 func (h *History) add(phase string, iter int, ll float64, sec, ent float64) {
 	h.Phase = append(h.Phase, phase)
 	h.Iter = append(h.Iter, iter)
@@ -70,8 +85,20 @@ type reporter struct {
 	phase string
 	iters int
 	start time.Time
+	from  int // the iteration a resumed training started at (its rate counts from there)
 	best  float64
 	have  bool
+}
+
+// resumed tells r that its training resumed at iteration from, after the per-step
+// log-likelihoods lls.
+func (r *reporter) resumed(from int, lls []float64) {
+	r.from = from
+	for _, ll := range lls {
+		if !r.have || ll > r.best {
+			r.best, r.have = ll, true
+		}
+	}
 }
 
 func newReporter(fn func(Progress), every int, phase string, iters int) *reporter {
@@ -95,7 +122,7 @@ func (r *reporter) report(iter int, ll float64, final bool) {
 	// clamp that evaluation to the budget.
 	p := Progress{Phase: r.phase, Iter: min(iter+1, r.iters), Iters: r.iters, LogLik: ll, Best: r.best, Elapsed: el}
 	if s := el.Seconds(); s > 0 {
-		p.Rate = float64(iter+1) / s
+		p.Rate = float64(iter+1-r.from) / s
 		if left := r.iters - (iter + 1); left > 0 {
 			p.ETA = time.Duration(float64(left) / p.Rate * float64(time.Second))
 		}

@@ -87,6 +87,47 @@ type GradConfig struct {
 	// with that error (for example a cancelled context's Err), the model holding the
 	// best parameters so far.
 	Stop func() error
+
+	// Save, if set, is called with the training's state before an iteration once
+	// SaveEvery has passed since the training started, resumed or last saved (0: before
+	// every iteration but the first); a non-nil error ends training with that error, as
+	// Stop's does. The state is a copy, the callee's to keep.
+	Save      func(*GradState) error
+	SaveEvery time.Duration
+	// Resume, if set, goes on with the training it holds: m takes its parameters and
+	// training continues at its iteration. seqs and the other fields must be those it
+	// was saved with (Workers included, for the same result to the last bit).
+	Resume *GradState
+}
+
+// GradState is a gradient training between two iterations (GradConfig.Save and
+// Resume). Resumed from it, TrainGradient gives the model and history it would have
+// given uninterrupted, but for the wall-clock seconds.
+type GradState struct {
+	Iter    int      // the iteration it resumes at
+	Model   *Model   // the parameters that iteration starts from (clones as splits grew them)
+	Seconds float64  // seconds trained before
+	History *History // of the iterations before
+
+	AdamPi, AdamTheta AdamState
+	// BestPi and BestTheta are the best parameters so far, of ℓ/T Best (−Inf: none yet).
+	BestPi, BestTheta []float64
+	Best              float64
+	// Ref, Crit and SinceBest are early stopping's reference, criterion (NaN: none
+	// yet) and iterations without a gain; Splits the splitting rounds done, Spent
+	// whether none is left.
+	Ref, Crit        float64
+	SinceBest        int
+	Splits           int
+	Spent            bool
+	SplitRNG, Chunks []byte // the splits' and the chunks' generators (rand.PCG)
+}
+
+// AdamState is the Adam moments of one parameter vector.
+type AdamState struct {
+	M, V       []float64
+	T          int
+	Pow1, Pow2 float64
 }
 
 // DefaultGradConfig returns the settings that recovered every symbolic map
@@ -219,6 +260,15 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 	}
 	start := time.Now()
 	h := &History{}
+	st := cfg.Resume
+	if st != nil {
+		if err := st.check(m, cfg.ChunkLen > 0); err != nil {
+			return nil, fmt.Errorf("chmm: TrainGradient: resuming: %w", err)
+		}
+		*m = *st.Model.Clone()
+		h = st.History.clone()
+		start = start.Add(-time.Duration(st.Seconds * float64(time.Second)))
+	}
 	n := m.N()
 	full := cfg.ChunkLen == 0
 	batch := seqs
@@ -230,6 +280,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		nseq = cfg.Batch
 		h.ChunkLen, h.Batch = cfg.ChunkLen, cfg.Batch
 	}
+	splitSrc := rand.NewPCG(cfg.Seed, 0x73706c6974)
 	p := newParams(m)
 	es := newEstepper(p, cfg.Workers, nseq)
 	adamPi := newAdam(len(m.PiLogits), cfg)
@@ -268,15 +319,41 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 	rep := newReporter(cfg.Progress, cfg.ProgressEvery, "gradient", cfg.Iters)
 	splits := 0
 	spent := cfg.SplitRounds == 0 // no split left to try: StopTol's phase
-	splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x73706c6974))
+	splitRng := rand.New(splitSrc)
 	h.Stop = "max iterations"
+	first := 0
+	if st != nil {
+		if err := st.restore(adamPi, adamTheta, splitSrc, sampler); err != nil {
+			return nil, fmt.Errorf("chmm: TrainGradient: resuming: %w", err)
+		}
+		bestPi, bestTheta = append([]float64(nil), st.BestPi...), append([]float64(nil), st.BestTheta...)
+		best, ref, crit, sinceBest, splits, spent = st.Best, st.Ref, st.Crit, st.SinceBest, st.Splits, st.Spent
+		first = st.Iter
+		rep.resumed(first, h.LogLik)
+	}
+	saved := time.Now()
 	last := 0 // the iteration of the parameters m holds when the loop ends
-	for it := 0; ; it++ {
+	for it := first; ; it++ {
 		if cfg.Stop != nil {
 			if err := cfg.Stop(); err != nil {
 				restore()
 				return h, err
 			}
+		}
+		if cfg.Save != nil && it > first && time.Since(saved) >= cfg.SaveEvery {
+			s := &GradState{Iter: it, Model: m.Clone(), Seconds: time.Since(start).Seconds(), History: h.clone(),
+				AdamPi: adamPi.state(), AdamTheta: adamTheta.state(),
+				BestPi: append([]float64(nil), bestPi...), BestTheta: append([]float64(nil), bestTheta...), Best: best,
+				Ref: ref, Crit: crit, SinceBest: sinceBest, Splits: splits, Spent: spent}
+			err := s.marshalRNG(splitSrc, sampler)
+			if err == nil {
+				err = cfg.Save(s)
+			}
+			if err != nil {
+				restore()
+				return h, err
+			}
+			saved = time.Now()
 		}
 		if !full {
 			if it%chunkKeepEvery == 0 {
@@ -445,6 +522,64 @@ func newAdam(n int, c GradConfig) *adam {
 	return &adam{m: make([]float64, n), v: make([]float64, n), b1: c.Beta1, b2: c.Beta2, eps: c.Eps, pow1: 1, pow2: 1}
 }
 
+// state is a copy of a's moments.
+func (a *adam) state() AdamState {
+	return AdamState{M: append([]float64(nil), a.m...), V: append([]float64(nil), a.v...), T: a.t, Pow1: a.pow1, Pow2: a.pow2}
+}
+
+// set gives a the moments s, which must be of a's length.
+func (a *adam) set(s AdamState) error {
+	if len(s.M) != len(a.m) || len(s.V) != len(a.v) {
+		return fmt.Errorf("Adam moments of %d and %d parameters, want %d", len(s.M), len(s.V), len(a.m))
+	}
+	copy(a.m, s.M)
+	copy(a.v, s.V)
+	a.t, a.pow1, a.pow2 = s.T, s.Pow1, s.Pow2
+	return nil
+}
+
+// check says whether s can resume a training of m, with chunks or not: the same
+// tokens and actions, a valid model, every saved vector of its size, and readable
+// generators.
+func (s *GradState) check(m *Model, chunks bool) error {
+	if s.Model == nil || s.History == nil {
+		return fmt.Errorf("state without a model or history")
+	}
+	if err := s.Model.Validate(); err != nil {
+		return err
+	}
+	if s.Model.K() != m.K() || s.Model.NumActions != m.NumActions {
+		return fmt.Errorf("state of %d tokens and %d actions, the model has %d and %d", s.Model.K(), s.Model.NumActions, m.K(), m.NumActions)
+	}
+	if len(s.BestPi) != len(s.Model.PiLogits) || len(s.BestTheta) != len(s.Model.ThetaLogits) {
+		return fmt.Errorf("best parameters of %d and %d entries, the state's model has %d and %d",
+			len(s.BestPi), len(s.BestTheta), len(s.Model.PiLogits), len(s.Model.ThetaLogits))
+	}
+	for _, a := range []struct {
+		s AdamState
+		n int
+	}{{s.AdamPi, len(s.Model.PiLogits)}, {s.AdamTheta, len(s.Model.ThetaLogits)}} {
+		if len(a.s.M) != a.n || len(a.s.V) != a.n {
+			return fmt.Errorf("Adam moments of %d and %d parameters, the state's model has %d", len(a.s.M), len(a.s.V), a.n)
+		}
+	}
+	if s.Iter < 1 || len(s.History.LogLik) != s.Iter {
+		return fmt.Errorf("state at iteration %d with %d in its history", s.Iter, len(s.History.LogLik))
+	}
+	if chunks != (s.Chunks != nil) {
+		return fmt.Errorf("state of a training with chunks %v, this one with chunks %v", s.Chunks != nil, chunks)
+	}
+	for _, b := range [][]byte{s.SplitRNG, s.Chunks} {
+		if b == nil {
+			continue
+		}
+		if err := new(rand.PCG).UnmarshalBinary(b); err != nil {
+			return fmt.Errorf("a generator's state: %w", err)
+		}
+	}
+	return nil
+}
+
 // step applies one Adam update to x for the loss gradient scale·g.
 // Entries of x at -Inf get zero gradients and stay -Inf.
 func (a *adam) step(x, g []float64, scale, lr float64) {
@@ -460,16 +595,48 @@ func (a *adam) step(x, g []float64, scale, lr float64) {
 	}
 }
 
+// restore gives a resumed training s's Adam moments and generators (sampler nil:
+// full batch); s passed check.
+func (s *GradState) restore(pi, theta *adam, split *rand.PCG, sampler *chunkSampler) error {
+	if err := pi.set(s.AdamPi); err != nil {
+		return err
+	}
+	if err := theta.set(s.AdamTheta); err != nil {
+		return err
+	}
+	if err := split.UnmarshalBinary(s.SplitRNG); err != nil {
+		return fmt.Errorf("splits' generator: %w", err)
+	}
+	if sampler != nil {
+		if err := sampler.src.UnmarshalBinary(s.Chunks); err != nil {
+			return fmt.Errorf("chunks' generator: %w", err)
+		}
+	}
+	return nil
+}
+
+// marshalRNG saves the generators' states in s (sampler nil: full batch).
+func (s *GradState) marshalRNG(split *rand.PCG, sampler *chunkSampler) error {
+	var err error
+	if s.SplitRNG, err = split.MarshalBinary(); err != nil || sampler == nil {
+		return err
+	}
+	s.Chunks, err = sampler.src.MarshalBinary()
+	return err
+}
+
 // chunkSampler draws random windows of the training sequences.
 type chunkSampler struct {
 	seqs   []Sequence
 	length int
 	cum    []int // cumulative number of start positions
+	src    *rand.PCG
 	rng    *rand.Rand
 }
 
 func newChunkSampler(seqs []Sequence, length int, seed uint64) *chunkSampler {
-	s := &chunkSampler{seqs: seqs, length: length, rng: rand.New(rand.NewPCG(seed, 0x636875e6b))}
+	src := rand.NewPCG(seed, 0x636875e6b)
+	s := &chunkSampler{seqs: seqs, length: length, src: src, rng: rand.New(src)}
 	tot := 0
 	for _, q := range seqs {
 		tot += max(1, len(q.Obs)-length+1)

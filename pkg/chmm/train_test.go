@@ -1,10 +1,13 @@
 package chmm
 
 import (
+	"bytes"
+	"encoding/gob"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -423,5 +426,94 @@ func TestChunksKeepBest(t *testing.T) {
 	t.Logf("ℓ/T %.5f before, %.5f after (kept iteration %d of %d)", before/4000, after/4000, h.BestIter, len(h.LogLik))
 	if after < before-1e-9 || h.BestIter%chunkKeepEvery != 0 && h.BestIter != len(h.LogLik)-1 {
 		t.Errorf("ℓ %.6f before, %.6f after; kept iteration %d", before, after, h.BestIter)
+	}
+}
+
+// TestTrainGradientResume: a training saved before any iteration, written out by gob
+// and resumed from there, ends with the model and history of the training that was
+// not interrupted, bit for bit: with chunks, the entropy term, the cosine rate, and
+// splitting rounds that grow the model (one clone for two places).
+func TestTrainGradientResume(t *testing.T) {
+	_, walks := walkData(29, "0 1 0\n2 1 2", 2, 400)
+	cfgs := map[string]GradConfig{
+		"full batch, growing": {Iters: 3000, Patience: 30, Tol: 1e-4, SplitRounds: 2, GrowClones: true, Workers: 2},
+		"chunks, entropy":     {Iters: 300, ChunkLen: 64, Batch: 4, FinalLR: 0.01, EntropyWeight: 0.01, Patience: 40, Tol: 1e-4, SplitRounds: 1, GrowClones: true, Seed: 6, Workers: 2},
+	}
+	for name, cfg := range cfgs {
+		t.Run(name, func(t *testing.T) {
+			start := New(UniformClones(3, 1), 4, rand.New(rand.NewPCG(29, 2)))
+			var saved []*GradState
+			whole := start.Clone()
+			c := cfg
+			c.Save = func(s *GradState) error { saved = append(saved, s); return nil }
+			h0, err := TrainGradient(whole, walks, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(saved) != len(h0.LogLik)-1 || len(h0.Splits) == 0 || h0.ClonesAdded() == 0 {
+				t.Fatalf("%d states saved over %d iterations, splits %v: the test needs a save before every iteration but the first, and a grown model",
+					len(saved), len(h0.LogLik), h0.Splits)
+			}
+			for _, at := range []int{1, h0.Splits[0].Iter, h0.Splits[0].Iter + 1, len(saved)} {
+				var buf bytes.Buffer
+				if err := gob.NewEncoder(&buf).Encode(saved[at-1]); err != nil {
+					t.Fatal(err)
+				}
+				var s GradState
+				if err := gob.NewDecoder(&buf).Decode(&s); err != nil {
+					t.Fatal(err)
+				}
+				if s.Iter != at {
+					t.Fatalf("state %d is at iteration %d", at-1, s.Iter)
+				}
+				c := cfg
+				c.Resume = &s
+				m := start.Clone()
+				h, err := TrainGradient(m, walks, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(m.Clones, whole.Clones) || !sameBits(m.ThetaLogits, whole.ThetaLogits) || !sameBits(m.PiLogits, whole.PiLogits) {
+					t.Errorf("resumed at iteration %d: model differs (clones %v, want %v)", at, m.Clones, whole.Clones)
+				}
+				if !sameBits(h.LogLik, h0.LogLik) || !sameBits(h.Entropy, h0.Entropy) || !slices.Equal(h.Splits, h0.Splits) ||
+					h.Stop != h0.Stop || h.BestIter != h0.BestIter || len(h.Seconds) != len(h0.Seconds) {
+					t.Errorf("resumed at iteration %d: history differs (%d iterations, stop %q, best %d; want %d, %q, %d)",
+						at, len(h.LogLik), h.Stop, h.BestIter, len(h0.LogLik), h0.Stop, h0.BestIter)
+				}
+			}
+		})
+	}
+}
+
+// TestTrainGradientResumeErrors: a state that does not fit the training is one error
+// naming what differs, and the model is left as it was.
+func TestTrainGradientResumeErrors(t *testing.T) {
+	_, walks := walkData(29, "0 1 0\n2 1 2", 1, 200)
+	var s *GradState
+	cfg := GradConfig{Iters: 20, Seed: 1, ChunkLen: 32, Batch: 2}
+	c := cfg
+	c.Save = func(g *GradState) error { s = g; return errors.New("stop") }
+	if _, err := TrainGradient(New(UniformClones(3, 2), 4, rand.New(rand.NewPCG(1, 2))), walks, c); err == nil || s == nil {
+		t.Fatalf("save did not stop training: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		m    *Model
+		cfg  GradConfig
+		want string
+	}{
+		"tokens":     {New(UniformClones(4, 2), 4, rand.New(rand.NewPCG(1, 2))), cfg, "tokens"},
+		"full batch": {New(UniformClones(3, 2), 4, rand.New(rand.NewPCG(1, 2))), GradConfig{Iters: 20}, "chunks"},
+	} {
+		c := tc.cfg
+		c.Resume = s
+		before := tc.m.Clone()
+		_, err := TrainGradient(tc.m, walks, c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", name, err, tc.want)
+		}
+		if !slices.Equal(tc.m.Clones, before.Clones) || !sameBits(tc.m.ThetaLogits, before.ThetaLogits) {
+			t.Errorf("%s: the model changed", name)
+		}
 	}
 }

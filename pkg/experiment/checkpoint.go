@@ -33,6 +33,9 @@ type doublingCheckpoint struct {
 	// started from (Symbolic.FoldCost; 0: not measured).
 	SplitFrom float64
 	Rounds    []evaluate.BudgetRound // the record of the rounds before
+	// Training is Round's gradient training in progress, saved between two of its
+	// iterations (nil: Round's training starts from Model).
+	Training *chmm.GradState
 }
 
 const checkpointVersion = 1
@@ -80,7 +83,7 @@ func readCheckpoint(path string) (*doublingCheckpoint, error) {
 	if c.Version != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s has version %d, this build reads %d: remove it to start over", path, c.Version, checkpointVersion)
 	}
-	if c.Model == nil || c.History == nil || c.Round < 1 {
+	if c.Model == nil || c.History == nil || c.Round < 1 && c.Training == nil {
 		return nil, fmt.Errorf("checkpoint %s is incomplete (round %d): remove it to start over", path, c.Round)
 	}
 	if err := c.Model.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
@@ -113,6 +114,12 @@ type Training struct {
 	// one pass over them would cost more than ChunkAbove multiply-adds
 	// (chmm.GradConfig.ChunkIfCostly). 0: the whole walks at every iteration.
 	ChunkAbove float64
+	// Save, SaveEvery and Resume make a gradient training of one start resumable
+	// between iterations (chmm.GradConfig's fields of those names); EM has no use for
+	// them, and more than one start is an error.
+	Save      func(*chmm.GradState) error
+	SaveEvery time.Duration
+	Resume    *chmm.GradState
 }
 
 // Initialisations of a symbolic model (SymbolicInit).
@@ -130,6 +137,9 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		return nil, nil, 0, fmt.Errorf("experiment: init %q: want %q or %q", t.Init, InitUniform, InitRandom)
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if (t.Save != nil || t.Resume != nil) && (t.Trainer != TrainerGradient || t.Restarts > 1) {
+		return nil, nil, 0, fmt.Errorf("experiment: a %s training of %d starts cannot be saved or resumed between iterations: only a gradient training of one start", t.Trainer, max(1, t.Restarts))
+	}
 	switch t.Trainer {
 	case TrainerGradient:
 		gc := chmm.DefaultGradConfig()
@@ -145,9 +155,13 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		}
 		gc.StopTol = t.StopTol
 		gc = gc.ChunkIfCostly(m, train, t.ChunkAbove)
+		gc.Save, gc.SaveEvery, gc.Resume = t.Save, t.SaveEvery, t.Resume
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			gc.Seed = t.Seed + uint64(r)<<32
 			b := bar(gc.Iters)
+			if t.Resume != nil {
+				b.From(t.Resume.Iter)
+			}
 			gc.Progress = func(p chmm.Progress) { b.Update(p.Iter, "ll/step %.5f", p.LogLik) }
 			h, err := chmm.TrainGradient(mr, train, gc)
 			if err == nil {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -708,6 +709,59 @@ func TestDoublingCheckpoint(t *testing.T) {
 	if _, err := RunSymbolic(s, nil, nil); err == nil || !strings.Contains(err.Error(), "cannot be read") {
 		t.Errorf("a garbled checkpoint: %v", err)
 	}
+}
+
+// TestDoublingCheckpointWithinTraining: a gradient run interrupted inside a round's
+// training, between two of its iterations, resumes from that iteration (not from the
+// round's start) and ends with the map, history and record of the run that was not
+// interrupted.
+func TestDoublingCheckpointWithinTraining(t *testing.T) {
+	_, s := namedSymbolic(t, "room", TrainerGradient)
+	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 2500, 1000, 2, 60
+	dir := t.TempDir()
+	whole, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Report.Training.Doublings < 1 {
+		t.Fatalf("%d splits: the test needs a second round", whole.Report.Training.Doublings)
+	}
+	s.Checkpoint = filepath.Join(dir, "cut.ckpt")
+	stop := errors.New("interrupted")
+	defer func(every time.Duration) { trainingSaveEvery, trainingHook = every, nil }(trainingSaveEvery)
+	trainingSaveEvery = 0
+	saves := 0
+	trainingHook = func(round, iter int) error {
+		saves++
+		if round == 1 && iter == 17 {
+			return stop
+		}
+		return nil
+	}
+	if _, err = RunSymbolic(s, nil, nil); !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	trainingHook = nil
+	var progress strings.Builder
+	resumed, err := RunSymbolic(s, nil, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), "resuming from "+s.Checkpoint+": budget round 1 (its training at iteration 17)") {
+		t.Errorf("progress does not say where it resumed:\n%.300s", progress.String())
+	}
+	a, b := whole.Model, resumed.Model
+	if !slices.Equal(a.Clones, b.Clones) || !slices.Equal(a.PiLogits, b.PiLogits) || !slices.Equal(a.ThetaLogits, b.ThetaLogits) {
+		t.Errorf("resumed map differs: clones %v, want %v", b.Clones, a.Clones)
+	}
+	if !slices.Equal(whole.History.LogLik, resumed.History.LogLik) || !slices.Equal(whole.History.Phase, resumed.History.Phase) {
+		t.Errorf("resumed history: %d entries, want %d", len(resumed.History.LogLik), len(whole.History.LogLik))
+	}
+	ra, rb := whole.Report.Training, resumed.Report.Training
+	if ra.Doublings != rb.Doublings || !slices.Equal(ra.Rounds, rb.Rounds) || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
+		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
+	}
+	t.Logf("%d saves before the interruption; %d splits, F1 %.3f", saves, rb.Doublings, resumed.Report.ViterbiMap.F1)
 }
 
 // TestKeepCheaply: on a ring of 8 places where token 0 shows at places 0 and 4 (two

@@ -124,8 +124,9 @@ type Symbolic struct {
 	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
-	// after every split, and from which a run of the same experiment resumes: an
-	// interrupted run goes on from its last split, to the same map. The caller removes
+	// after every split, and within a round's gradient training every five minutes
+	// (trainingSaveEvery), and from which a run of the same experiment resumes: an
+	// interrupted run goes on from its last save, to the same map. The caller removes
 	// it once the results are saved. Not part of the experiment.
 	Checkpoint string `json:"-"`
 }
@@ -492,6 +493,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	var h *chmm.History
 	var rounds []evaluate.BudgetRound
 	all, t0 := &chmm.History{}, time.Now()
+	var resume *chmm.GradState // first's training in progress
 	if s.Checkpoint != "" {
 		c, err := loadCheckpoint(s.Checkpoint, s)
 		if err != nil {
@@ -502,10 +504,15 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				return nil, nil, nil, 0, fmt.Errorf("checkpoint %s: %w", s.Checkpoint, err)
 			}
 			m, all, foldedAll, first, splitFrom, rounds = c.Model, c.History, c.Folded, c.Round, c.SplitFrom, c.Rounds
-			t0 = t0.Add(-time.Duration(c.Elapsed * float64(time.Second)))
+			elapsed, within := c.Elapsed, ""
+			if resume = c.Training; resume != nil { // a gradient training's: the experiment's config says so
+				elapsed += resume.Seconds
+				within = fmt.Sprintf(" (its training at iteration %d)", resume.Iter)
+			}
+			t0 = t0.Add(-time.Duration(elapsed * float64(time.Second)))
 			if progressOut != nil {
-				fmt.Fprintf(progressOut, "resuming from %s: budget round %d, %d states, %.0f s trained before\n",
-					s.Checkpoint, c.Round, m.N(), c.Elapsed)
+				fmt.Fprintf(progressOut, "resuming from %s: budget round %d%s, %d states, %.0f s trained before\n",
+					s.Checkpoint, c.Round, within, m.N(), elapsed)
 			}
 		}
 	}
@@ -513,6 +520,31 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	t := s.doublingTraining()
 	for round := first; ; round++ {
 		at := time.Since(t0).Seconds()
+		tr := t
+		if s.Checkpoint != "" && s.Trainer == TrainerGradient {
+			// Save the training every trainingSaveEvery: a checkpoint of this round
+			// (its start, m, and everything before it) with the training's state.
+			if resume != nil {
+				at -= resume.Seconds
+			}
+			start, atRound, round := m.Clone(), at, round
+			tr.Resume, tr.SaveEvery = resume, trainingSaveEvery
+			tr.Save = func(g *chmm.GradState) error {
+				c, err := newCheckpoint(s, round, start, all, foldedAll, atRound, src, splitFrom, rounds)
+				if err == nil {
+					c.Training = g
+					err = saveCheckpoint(s.Checkpoint, c)
+				}
+				if err == nil && trainingHook != nil {
+					err = trainingHook(round, g.Iter)
+				}
+				if err != nil {
+					return fmt.Errorf("checkpoint in round %d, at iteration %d: %w", round, g.Iter, err)
+				}
+				return nil
+			}
+		}
+		resume = nil
 		if progressOut != nil {
 			chunks := ""
 			if s.Trainer == TrainerGradient && (chmm.GradConfig{}).ChunkIfCostly(m, train, t.ChunkAbove).ChunkLen > 0 {
@@ -522,7 +554,7 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 				env.Name, env.NumPlaces(), len(env.Edges()), m.K(), m.N(), s.Episodes, s.Steps, chunks, s.Trainer, round)
 		}
 		var err error
-		if m, h, _, err = TrainSymbolic(m, train, t, progressOut); err != nil {
+		if m, h, _, err = TrainSymbolic(m, train, tr, progressOut); err != nil {
 			return nil, nil, nil, 0, err
 		}
 		appendHistory(all, h, at)
@@ -811,8 +843,19 @@ func dropAffordable(before, after, cost, floor float64, walks, steps int) bool {
 }
 
 // checkpointHook, if set (tests), runs after each checkpoint is saved; an error
-// stops the run there, as an interruption would.
-var checkpointHook func(round int) error
+// stops the run there, as an interruption would. trainingHook does the same for the
+// checkpoints saved within a round's gradient training, before iteration iter.
+var (
+	checkpointHook func(round int) error
+	trainingHook   func(round, iter int) error
+)
+
+// trainingSaveEvery is how often a budget grown by splitting saves its gradient
+// training in progress to Symbolic.Checkpoint: a training of a few hundred states
+// over 200,000 steps takes hours (four_rooms), and one save of them (two copies of
+// the model, Adam's two moments) takes about a second. Tests set it to 0 (every
+// iteration).
+var trainingSaveEvery = 5 * time.Minute
 
 // splitStop says why a budget grown by splitting stops after round (kept clones would
 // be split; hardBits is the training walks' cost after EM's hard phase on a copy, NaN
