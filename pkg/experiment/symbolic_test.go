@@ -672,25 +672,7 @@ func TestDoublingCheckpoint(t *testing.T) {
 	if !errors.Is(err, stop) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	var progress strings.Builder
-	resumed, err := RunSymbolic(s, nil, &progress)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(progress.String(), "resuming from "+s.Checkpoint+": budget round 2") {
-		t.Errorf("progress does not say it resumed:\n%.300s", progress.String())
-	}
-	a, b := whole.Model, resumed.Model
-	if !slices.Equal(a.Clones, b.Clones) || !slices.Equal(a.PiLogits, b.PiLogits) || !slices.Equal(a.ThetaLogits, b.ThetaLogits) {
-		t.Errorf("resumed map differs: clones %v, want %v", b.Clones, a.Clones)
-	}
-	if !slices.Equal(whole.History.LogLik, resumed.History.LogLik) || !slices.Equal(whole.History.Phase, resumed.History.Phase) {
-		t.Errorf("resumed history: %d entries, want %d", len(resumed.History.LogLik), len(whole.History.LogLik))
-	}
-	ra, rb := whole.Report.Training, resumed.Report.Training
-	if ra.Doublings != rb.Doublings || ra.Folded != rb.Folded || !slices.Equal(ra.Rounds, rb.Rounds) || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
-		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
-	}
+	resumeAlike(t, s, whole, "budget round 2,")
 
 	fixed := s
 	fixed.Doublings = 0
@@ -742,13 +724,22 @@ func TestDoublingCheckpointWithinTraining(t *testing.T) {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	trainingHook = nil
+	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 17)")
+	t.Logf("%d saves before the interruption", saves)
+}
+
+// resumeAlike resumes s from its checkpoint and checks that the progress says where
+// (at) and that the map, history, record and scores are those of whole, the run that
+// was not interrupted.
+func resumeAlike(t *testing.T, s Symbolic, whole *SymbolicRun, at string) {
+	t.Helper()
 	var progress strings.Builder
 	resumed, err := RunSymbolic(s, nil, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(progress.String(), "resuming from "+s.Checkpoint+": budget round 1 (its training at iteration 17)") {
-		t.Errorf("progress does not say where it resumed:\n%.300s", progress.String())
+	if !strings.Contains(progress.String(), "resuming from "+s.Checkpoint+": "+at) {
+		t.Errorf("progress does not say it resumed at %q:\n%.300s", at, progress.String())
 	}
 	a, b := whole.Model, resumed.Model
 	if !slices.Equal(a.Clones, b.Clones) || !slices.Equal(a.PiLogits, b.PiLogits) || !slices.Equal(a.ThetaLogits, b.ThetaLogits) {
@@ -758,10 +749,9 @@ func TestDoublingCheckpointWithinTraining(t *testing.T) {
 		t.Errorf("resumed history: %d entries, want %d", len(resumed.History.LogLik), len(whole.History.LogLik))
 	}
 	ra, rb := whole.Report.Training, resumed.Report.Training
-	if ra.Doublings != rb.Doublings || !slices.Equal(ra.Rounds, rb.Rounds) || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
+	if ra.Doublings != rb.Doublings || ra.Folded != rb.Folded || !slices.Equal(ra.Rounds, rb.Rounds) || whole.Report.ViterbiMap != resumed.Report.ViterbiMap {
 		t.Errorf("resumed record %+v, map %+v; want %+v, %+v", rb, resumed.Report.ViterbiMap, ra, whole.Report.ViterbiMap)
 	}
-	t.Logf("%d saves before the interruption; %d splits, F1 %.3f", saves, rb.Doublings, resumed.Report.ViterbiMap.F1)
 }
 
 // TestKeepCheaply: on a ring of 8 places where token 0 shows at places 0 and 4 (two
