@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -66,6 +67,72 @@ type EMConfig struct {
 	// ends training with that error (for example a cancelled context's Err), the model
 	// holding its last parameters.
 	Stop func() error
+
+	// Save, if set, is called with the soft phase's state before an iteration once
+	// SaveEvery has passed since the phase started, resumed or last saved (0: before
+	// every iteration but the first); a non-nil error ends training with that error.
+	// The state is a copy, the callee's to keep.
+	Save      func(*EMState) error
+	SaveEvery time.Duration
+	// Resume, if set, goes on with the soft phase it holds: m takes its parameters
+	// and EM continues at its iteration (then the hard phase, if any). seqs and the
+	// other fields must be those it was saved with.
+	Resume *EMState
+}
+
+// EMState is TrainEM's soft phase between two iterations (EMConfig.Save and Resume).
+// Resumed from it, TrainEM gives the model, confusion matrix and history it would
+// have given uninterrupted, but for the wall-clock seconds.
+type EMState struct {
+	Iter      int         // the iteration it resumes at
+	Model     *Model      // the parameters that iteration starts from
+	Confusion [][]float64 // C at that iteration (nil: hard tokens)
+	Seconds   float64     // seconds trained before
+	History   *History    // of the iterations before
+	// The previous iteration's parameters, confusion matrix and ℓ/T (kept when the
+	// next one is worse), the splitting rounds done, the iteration of the last, and
+	// the splits' generator (rand.PCG).
+	PrevTheta, PrevPi []float64
+	PrevConf          [][]float64
+	PrevLL            float64
+	Splits, LastSplit int
+	SplitRNG          []byte
+}
+
+// check says whether s can resume an EM training of m on the confusion matrix conf
+// (nil: hard tokens).
+func (s *EMState) check(m *Model, conf [][]float64) error {
+	if s.Model == nil || s.History == nil {
+		return fmt.Errorf("state without a model or history")
+	}
+	if err := s.Model.Validate(); err != nil {
+		return err
+	}
+	if s.Model.K() != m.K() || s.Model.NumActions != m.NumActions {
+		return fmt.Errorf("state of %d tokens and %d actions, the model has %d and %d", s.Model.K(), s.Model.NumActions, m.K(), m.NumActions)
+	}
+	if len(s.PrevTheta) != len(s.Model.ThetaLogits) || len(s.PrevPi) != len(s.Model.PiLogits) {
+		return fmt.Errorf("previous parameters of %d and %d entries, the state's model has %d and %d",
+			len(s.PrevTheta), len(s.PrevPi), len(s.Model.ThetaLogits), len(s.Model.PiLogits))
+	}
+	if (conf == nil) != (s.Confusion == nil) {
+		return fmt.Errorf("state with a confusion matrix %v, this training %v", s.Confusion != nil, conf != nil)
+	}
+	if conf != nil {
+		if err := ValidateConfusion(s.Confusion, m.K()); err != nil {
+			return err
+		}
+		if len(s.PrevConf) != len(s.Confusion) {
+			return fmt.Errorf("previous confusion matrix of %d rows, want %d", len(s.PrevConf), len(s.Confusion))
+		}
+	}
+	if s.Iter < 1 || len(s.History.LogLik) != s.Iter {
+		return fmt.Errorf("state at iteration %d with %d in its history", s.Iter, len(s.History.LogLik))
+	}
+	if err := new(rand.PCG).UnmarshalBinary(s.SplitRNG); err != nil {
+		return fmt.Errorf("the splits' generator: %w", err)
+	}
+	return nil
 }
 
 // DefaultEMConfig returns the original CSCG's settings for rooms: pseudocount
@@ -132,6 +199,22 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	}
 	start := time.Now()
 	h := &History{Stop: "no iterations", Confusion: conf}
+	st := cfg.Resume
+	if st != nil {
+		if maxIters < 0 {
+			return nil, fmt.Errorf("chmm: TrainEM: resuming a soft phase that MaxIters %d skips", cfg.MaxIters)
+		}
+		if err := st.check(m, conf); err != nil {
+			return nil, fmt.Errorf("chmm: TrainEM: resuming: %w", err)
+		}
+		*m = *st.Model.Clone()
+		if conf != nil {
+			conf, prevConf = cloneRows(st.Confusion), cloneRows(st.PrevConf)
+		}
+		h = st.History.clone()
+		h.Confusion = conf
+		start = start.Add(-time.Duration(st.Seconds * float64(time.Second)))
+	}
 	newP := func() *params {
 		p := newParams(m)
 		p.setConfusion(conf, cfg.ConfusionBeam)
@@ -158,17 +241,41 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		if splitNoise <= 0 {
 			splitNoise = 0.1
 		}
-		splitRng := rand.New(rand.NewPCG(cfg.Seed, 0x656d73706c6974))
+		splitSrc := rand.NewPCG(cfg.Seed, 0x656d73706c6974)
+		splitRng := rand.New(splitSrc)
 		splitTol := cfg.SplitTol
 		if splitTol <= 0 {
 			splitTol = 1e-5
 		}
-		lastSplit := 0
-		for it := 0; ; it++ {
+		lastSplit, first := 0, 0
+		if st != nil {
+			copy(prevTheta, st.PrevTheta)
+			copy(prevPi, st.PrevPi)
+			prevLL, splits, lastSplit, first = st.PrevLL, st.Splits, st.LastSplit, st.Iter
+			if err := splitSrc.UnmarshalBinary(st.SplitRNG); err != nil {
+				return nil, fmt.Errorf("chmm: TrainEM: resuming: %w", err)
+			}
+			rep.resumed(first, h.LogLik)
+		}
+		saved := time.Now()
+		for it := first; ; it++ {
 			if cfg.Stop != nil {
 				if err := cfg.Stop(); err != nil {
 					return h, err
 				}
+			}
+			if cfg.Save != nil && it > first && time.Since(saved) >= cfg.SaveEvery {
+				s := &EMState{Iter: it, Model: m.Clone(), Confusion: cloneRows(conf), Seconds: time.Since(start).Seconds(),
+					History: h.clone(), PrevTheta: slices.Clone(prevTheta), PrevPi: slices.Clone(prevPi),
+					PrevConf: cloneRows(prevConf), PrevLL: prevLL, Splits: splits, LastSplit: lastSplit}
+				var err error
+				if s.SplitRNG, err = splitSrc.MarshalBinary(); err == nil {
+					err = cfg.Save(s)
+				}
+				if err != nil {
+					return h, err
+				}
+				saved = time.Now()
 			}
 			acc, err := es.run(p, seqs)
 			if err != nil {
@@ -336,6 +443,9 @@ func (h *History) addStop(why string) {
 func emFreeOcc(steps float64) float64 { return max(1, 1e-3*steps) }
 
 func cloneRows(c [][]float64) [][]float64 {
+	if c == nil {
+		return nil
+	}
 	out := make([][]float64, len(c))
 	for i, r := range c {
 		out[i] = append([]float64(nil), r...)

@@ -1,8 +1,12 @@
 package chmm
 
 import (
+	"bytes"
+	"encoding/gob"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -347,5 +351,88 @@ func TestEMSplitFreesDuplicates(t *testing.T) {
 	}
 	if split < -0.005 || len(h.Splits) == 0 {
 		t.Errorf("with splitting: ℓ/T %.5f after splits %v, want > -0.005", split, h.Splits)
+	}
+}
+
+// TestTrainEMResume: an EM training saved before an iteration, written out by gob and
+// resumed there, ends with the model, confusion matrix and history of the training
+// that was not interrupted, bit for bit: with a learned confusion matrix and splitting
+// rounds, and on hard tokens with a hard phase after the soft one.
+func TestTrainEMResume(t *testing.T) {
+	_, noisy := walkData(23, aliased3x3, 2, 1500)
+	rng := rand.New(rand.NewPCG(23, 3))
+	for _, s := range noisy {
+		for i, o := range s.Obs {
+			if rng.Float64() < 0.1 {
+				s.Obs[i] = (o + 1) % 3
+			}
+		}
+	}
+	_, clean := walkData(24, aliased3x3, 2, 800)
+	conf := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
+	cases := map[string]struct {
+		seqs []Sequence
+		cfg  EMConfig
+	}{
+		"confusion, splits": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true, SplitRounds: 3, Seed: 4, Workers: 2}},
+		"hard, viterbi":     {clean, EMConfig{MaxIters: 300, Pseudocount: 2e-3, ViterbiIters: 20, SplitRounds: 2, Seed: 5, Workers: 2}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			start := New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(23, 4)))
+			var saved []*EMState
+			whole := start.Clone()
+			c := tc.cfg
+			c.Save = func(s *EMState) error { saved = append(saved, s); return nil }
+			h0, err := TrainEM(whole, tc.seqs, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			soft := 0
+			for _, p := range h0.Phase {
+				if p == "em" {
+					soft++
+				}
+			}
+			if len(saved) != soft-1 || len(h0.Splits) == 0 {
+				t.Fatalf("%d states saved over %d soft iterations, splits %v: the test needs a save before every iteration but the first, and a split",
+					len(saved), soft, h0.Splits)
+			}
+			for _, at := range []int{1, max(1, h0.Splits[0].Iter), h0.Splits[0].Iter + 1, len(saved)} {
+				var buf bytes.Buffer
+				if err := gob.NewEncoder(&buf).Encode(saved[at-1]); err != nil {
+					t.Fatal(err)
+				}
+				var s EMState
+				if err := gob.NewDecoder(&buf).Decode(&s); err != nil {
+					t.Fatal(err)
+				}
+				c := tc.cfg
+				c.Resume = &s
+				m := start.Clone()
+				h, err := TrainEM(m, tc.seqs, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameBits(m.ThetaLogits, whole.ThetaLogits) || !sameBits(m.PiLogits, whole.PiLogits) {
+					t.Errorf("resumed at iteration %d: model differs", at)
+				}
+				if !sameBits(h.LogLik, h0.LogLik) || !slices.Equal(h.Phase, h0.Phase) || !slices.Equal(h.Splits, h0.Splits) || h.Stop != h0.Stop {
+					t.Errorf("resumed at iteration %d: history differs (%d entries, stop %q; want %d, %q)", at, len(h.LogLik), h.Stop, len(h0.LogLik), h0.Stop)
+				}
+				for k := range h0.Confusion {
+					if !sameBits(h.Confusion[k], h0.Confusion[k]) {
+						t.Errorf("resumed at iteration %d: C[%d] = %v, want %v", at, k, h.Confusion[k], h0.Confusion[k])
+					}
+				}
+			}
+			if tc.cfg.Confusion != nil {
+				c := tc.cfg
+				c.Confusion, c.LearnConfusion, c.Resume = nil, false, saved[0]
+				if _, err := TrainEM(start.Clone(), tc.seqs, c); err == nil || !strings.Contains(err.Error(), "confusion") {
+					t.Errorf("a confused training's state resumed on hard tokens: %v", err)
+				}
+			}
+		})
 	}
 }
