@@ -99,17 +99,26 @@ type EMState struct {
 	SplitRNG          []byte
 }
 
+// checkSaved says whether a saved training's model sm and history h can stand in for
+// m: both there, sm valid and of m's tokens and actions.
+func checkSaved(sm *Model, h *History, m *Model) error {
+	if sm == nil || h == nil {
+		return fmt.Errorf("state without a model or history")
+	}
+	if err := sm.Validate(); err != nil {
+		return err
+	}
+	if sm.K() != m.K() || sm.NumActions != m.NumActions {
+		return fmt.Errorf("state of %d tokens and %d actions, the model has %d and %d", sm.K(), sm.NumActions, m.K(), m.NumActions)
+	}
+	return nil
+}
+
 // check says whether s can resume an EM training of m on the confusion matrix conf
 // (nil: hard tokens).
 func (s *EMState) check(m *Model, conf [][]float64) error {
-	if s.Model == nil || s.History == nil {
-		return fmt.Errorf("state without a model or history")
-	}
-	if err := s.Model.Validate(); err != nil {
+	if err := checkSaved(s.Model, s.History, m); err != nil {
 		return err
-	}
-	if s.Model.K() != m.K() || s.Model.NumActions != m.NumActions {
-		return fmt.Errorf("state of %d tokens and %d actions, the model has %d and %d", s.Model.K(), s.Model.NumActions, m.K(), m.NumActions)
 	}
 	if len(s.PrevTheta) != len(s.Model.ThetaLogits) || len(s.PrevPi) != len(s.Model.PiLogits) {
 		return fmt.Errorf("previous parameters of %d and %d entries, the state's model has %d and %d",

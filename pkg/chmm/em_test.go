@@ -399,16 +399,8 @@ func TestTrainEMResume(t *testing.T) {
 					len(saved), soft, h0.Splits)
 			}
 			for _, at := range []int{1, max(1, h0.Splits[0].Iter), h0.Splits[0].Iter + 1, len(saved)} {
-				var buf bytes.Buffer
-				if err := gob.NewEncoder(&buf).Encode(saved[at-1]); err != nil {
-					t.Fatal(err)
-				}
-				var s EMState
-				if err := gob.NewDecoder(&buf).Decode(&s); err != nil {
-					t.Fatal(err)
-				}
 				c := tc.cfg
-				c.Resume = &s
+				c.Resume = throughGob(t, saved[at-1])
 				m := start.Clone()
 				h, err := TrainEM(m, tc.seqs, c)
 				if err != nil {
@@ -435,4 +427,19 @@ func TestTrainEMResume(t *testing.T) {
 			}
 		})
 	}
+}
+
+// throughGob returns a copy of v written out and read back by encoding/gob, as a
+// checkpoint file holds it.
+func throughGob[T any](t *testing.T, v *T) *T {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	out := new(T)
+	if err := gob.NewDecoder(&buf).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

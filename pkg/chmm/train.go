@@ -542,14 +542,8 @@ func (a *adam) set(s AdamState) error {
 // tokens and actions, a valid model, every saved vector of its size, and readable
 // generators.
 func (s *GradState) check(m *Model, chunks bool) error {
-	if s.Model == nil || s.History == nil {
-		return fmt.Errorf("state without a model or history")
-	}
-	if err := s.Model.Validate(); err != nil {
+	if err := checkSaved(s.Model, s.History, m); err != nil {
 		return err
-	}
-	if s.Model.K() != m.K() || s.Model.NumActions != m.NumActions {
-		return fmt.Errorf("state of %d tokens and %d actions, the model has %d and %d", s.Model.K(), s.Model.NumActions, m.K(), m.NumActions)
 	}
 	if len(s.BestPi) != len(s.Model.PiLogits) || len(s.BestTheta) != len(s.Model.ThetaLogits) {
 		return fmt.Errorf("best parameters of %d and %d entries, the state's model has %d and %d",

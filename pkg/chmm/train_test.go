@@ -1,8 +1,6 @@
 package chmm
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -455,19 +453,12 @@ func TestTrainGradientResume(t *testing.T) {
 					len(saved), len(h0.LogLik), h0.Splits)
 			}
 			for _, at := range []int{1, h0.Splits[0].Iter, h0.Splits[0].Iter + 1, len(saved)} {
-				var buf bytes.Buffer
-				if err := gob.NewEncoder(&buf).Encode(saved[at-1]); err != nil {
-					t.Fatal(err)
-				}
-				var s GradState
-				if err := gob.NewDecoder(&buf).Decode(&s); err != nil {
-					t.Fatal(err)
-				}
+				s := throughGob(t, saved[at-1])
 				if s.Iter != at {
 					t.Fatalf("state %d is at iteration %d", at-1, s.Iter)
 				}
 				c := cfg
-				c.Resume = &s
+				c.Resume = s
 				m := start.Clone()
 				h, err := TrainGradient(m, walks, c)
 				if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,7 +155,22 @@ type finalEMState struct {
 	BestRound int         // the round that trained it
 	Missed    int         // rounds in a row that missed SplitGain
 	RNG       []byte      // the splits' generator (rand.PCG.MarshalBinary)
+	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
+	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
+	// or Best file: its start is chmm.New's from the config's seed.
+	Training string
 }
+
+// finalSaveEvery is how often the finalisation saves the training in progress (a
+// round's EM, or a gradient training): a round of tiled's or big_room's finalisation
+// takes 15–35 minutes on one core (README, "Bigger worlds"), which an interruption
+// used to throw away. Tests set it to 0 (before every iteration).
+var finalSaveEvery = 5 * time.Minute
+
+// finalSaved, if set (tests), runs after each such save, with the name of the file
+// saved (final-em-train-RR-IIIIII.gob, final-grad-train-RR-D-IIIIII.gob); an error
+// stops the run there, as an interruption would.
+var finalSaved func(name string) error
 
 // finalGradState is what the gradient finalisation (FinalGradient) carries past each
 // of its trainings, so that one resumed from it continues exactly as the uninterrupted
@@ -165,6 +181,9 @@ type finalGradState struct {
 	Model string  // model file: this round's map after its last step ("" when Done is 0)
 	Bits  float64 // the growth check's held-out ends with this round's budget (set with gradChecked)
 	Event string  // marks the round's first history row
+	// Training is a file holding the gradient training in progress after step Done (a
+	// gob of chmm.GradState, saved every finalSaveEvery); "" when none was saved.
+	Training string
 }
 
 // The steps of a gradient finalisation round (finalGradState.Done).
@@ -1268,6 +1287,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 	s := r.st.FinalGrad
 	if s == nil {
 		s = &finalGradState{}
+		r.st.FinalGrad = s // its trainings save themselves (trainShown)
 	} else {
 		if s.Model != "" {
 			var err error
@@ -1383,6 +1403,7 @@ func (r *runner) checkpointGrad(s *finalGradState, m *chmm.Model) error {
 	if r.dir == "" {
 		return nil
 	}
+	s.Training = "" // the step's training is done
 	if m != nil {
 		s.Model = fmt.Sprintf("final-grad-%02d-%d.model", s.Round, s.Done)
 		if err := m.Save(r.path(s.Model)); err != nil {
@@ -1416,6 +1437,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	rng := rand.New(src)
 	var m, best *chmm.Model
 	var conf, bestConf [][]float64
+	var resume *chmm.EMState // s.Round's EM in progress
 	bestBits, bestRound, missed := math.Inf(1), 0, 0
 	s := r.st.FinalEM
 	if s == nil {
@@ -1433,18 +1455,32 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		r.st.Made.HeldOutBits = nil
 	} else {
 		var err error
-		if m, err = r.loadFinal(s.Start, k, numActions); err != nil {
+		if s.Start == "" { // round 0, saved within its EM
+			m = chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		} else if m, err = r.loadFinal(s.Start, k, numActions); err != nil {
 			return nil, err
 		}
-		if best, err = r.loadFinal(s.Best, k, numActions); err != nil {
-			return nil, err
+		if s.Best != "" {
+			if best, err = r.loadFinal(s.Best, k, numActions); err != nil {
+				return nil, err
+			}
 		}
-		if err := src.UnmarshalBinary(s.RNG); err != nil {
-			return nil, fmt.Errorf("pipeline: finalisation: resuming round %d: %w", s.Round, err)
+		if s.RNG != nil {
+			if err := src.UnmarshalBinary(s.RNG); err != nil {
+				return nil, fmt.Errorf("pipeline: finalisation: resuming round %d: %w", s.Round, err)
+			}
 		}
 		conf, bestConf, bestBits, bestRound, missed = s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed
+		within := ""
+		if s.Training != "" {
+			resume = new(chmm.EMState)
+			if err := r.loadTraining(s.Training, resume); err != nil {
+				return nil, err
+			}
+			within = fmt.Sprintf(", within its EM at iteration %d", resume.Iter)
+		}
 		if r.out != nil {
-			fmt.Fprintf(r.out, "finalisation by EM resumed at round %d (%d states)\n", s.Round, m.N())
+			fmt.Fprintf(r.out, "finalisation by EM resumed at round %d (%d states)%s\n", s.Round, m.N(), within)
 		}
 	}
 	train := pieces(start, s.Pieces, minPiece)
@@ -1458,10 +1494,21 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		ec.Seed = cfg.Seed + uint64(round)<<32
 		ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, true, ConfusionBeam
 		ec.Stop = r.ctx.Err
+		ec.Resume, resume = resume, nil
+		if r.dir != "" {
+			ec.SaveEvery = finalSaveEvery
+			ec.Save = func(es *chmm.EMState) error {
+				s.Round, s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed = round, conf, bestConf, bestBits, bestRound, missed
+				return r.checkpointEMTraining(s, es)
+			}
+		}
 		label := fmt.Sprintf("finalise EM, round %d (%d states)", round, m.N())
 		var bar *progress.Bar
 		if r.out != nil {
 			bar = progress.New(r.out, label, ec.MaxIters).Every(2 * time.Second)
+			if ec.Resume != nil {
+				bar.From(ec.Resume.Iter)
+			}
 		}
 		ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f", p.LogLik) }
 		h, err := chmm.TrainEM(m, train, ec)
@@ -1529,6 +1576,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 		}
 		s.Round, s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed = round+1, conf, bestConf, bestBits, bestRound, missed
+		s.Training = ""
 		if err := r.checkpointEM(s, m, best, src); err != nil {
 			return nil, err
 		}
@@ -1612,6 +1660,56 @@ func (r *runner) checkpointEM(s *finalEMState, m, best *chmm.Model, src *rand.PC
 	return r.commitFinal()
 }
 
+// checkpointEMTraining commits a checkpoint of s.Round's EM in progress (es): es in a
+// new file each time (the one the last commit names stays until this one lands), s's
+// start and best maps as they are (none yet in round 0).
+func (r *runner) checkpointEMTraining(s *finalEMState, es *chmm.EMState) error {
+	name := fmt.Sprintf("final-em-train-%02d-%06d.gob", s.Round, es.Iter)
+	return r.checkpointTraining(name, es, func() { s.Training, r.st.FinalEM = name, s })
+}
+
+// checkpointGradTraining commits a checkpoint of the gradient finalisation's training
+// in progress (g) after step s.Done of round s.Round, as checkpointEMTraining does.
+func (r *runner) checkpointGradTraining(s *finalGradState, g *chmm.GradState) error {
+	name := fmt.Sprintf("final-grad-train-%02d-%d-%06d.gob", s.Round, s.Done, g.Iter)
+	return r.checkpointTraining(name, g, func() { s.Training, r.st.FinalGrad = name, s })
+}
+
+// checkpointTraining writes v, a training in progress, as a gob to the new file name,
+// records it, lets name set it in the state's finalisation checkpoint, and commits.
+func (r *runner) checkpointTraining(name string, v any, set func()) error {
+	if err := atomicfile.Write(r.path(name), func(w io.Writer) error { return gob.NewEncoder(w).Encode(v) }); err != nil {
+		return fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	if err := record(r.dir, r.st, name); err != nil {
+		return err
+	}
+	set()
+	if err := r.commitFinal(); err != nil {
+		return err
+	}
+	if finalSaved != nil {
+		return finalSaved(name)
+	}
+	return nil
+}
+
+// loadTraining reads into v the training in progress that the finalisation checkpoint
+// names, checked against the digest the state recorded.
+func (r *runner) loadTraining(name string, v any) error {
+	if err := verify(r.dir, r.st, name); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(r.path(name))
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
+		return fmt.Errorf("pipeline: %s cannot be read: %w", r.path(name), err)
+	}
+	return nil
+}
+
 // commitFinal commits a finalisation checkpoint (r.st.FinalEM or r.st.FinalGrad, its
 // files recorded) with the finalisation's seconds so far, and removes the checkpoint
 // files it no longer names.
@@ -1646,10 +1744,18 @@ func (r *runner) loadFinal(name string, k, numActions int) (*chmm.Model, error) 
 func (st *runState) finalFiles() []string {
 	var names []string
 	if st.FinalEM != nil {
-		names = append(names, st.FinalEM.Start, st.FinalEM.Best)
+		for _, name := range []string{st.FinalEM.Start, st.FinalEM.Best, st.FinalEM.Training} {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
 	}
-	if st.FinalGrad != nil && st.FinalGrad.Model != "" {
-		names = append(names, st.FinalGrad.Model)
+	if g := st.FinalGrad; g != nil {
+		for _, name := range []string{g.Model, g.Training} {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
 	}
 	return names
 }
@@ -1668,18 +1774,23 @@ func (r *runner) forgetFinal() {
 // removeStrayFinal removes the finalisation checkpoints' model files that the
 // committed state no longer names.
 func (r *runner) removeStrayFinal() {
-	names, _ := filepath.Glob(r.path("final-*.model"))
+	names, _ := filepath.Glob(r.path("final-*"))
 	for _, p := range names {
+		if !isFinalFile(filepath.Base(p)) {
+			continue
+		}
 		if _, ok := r.st.Files[filepath.Base(p)]; !ok {
 			os.Remove(p)
 		}
 	}
 }
 
-// isFinalFile: a finalisation checkpoint's model file (final-em-*, final-grad-*).
+// isFinalFile: a finalisation checkpoint's file (final-em-*.model, final-grad-*.model,
+// and the trainings in progress, final-*-train-*.gob).
 func isFinalFile(name string) bool {
-	ok, _ := filepath.Match("final-*.model", name)
-	return ok
+	model, _ := filepath.Match("final-*.model", name)
+	train, _ := filepath.Match("final-*-train-*.gob", name)
+	return model || train
 }
 
 // holdOutEnds returns the first 1 − GrowHoldOut of every walk (at least 2 steps) and
@@ -1809,6 +1920,24 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
 	}
 	gc = gc.ChunkIfCostly(hmm, seqs, r.cfg.FinalChunkAbove)
+	if s := r.st.FinalGrad; s != nil && r.dir != "" {
+		// A checkpointed finalisation: this training saves itself as it goes, and the
+		// first one after a resume goes on from its save (the step it follows, s.Done,
+		// names the training).
+		if s.Training != "" {
+			gc.Resume = new(chmm.GradState)
+			if err := r.loadTraining(s.Training, gc.Resume); err != nil {
+				return nil, err
+			}
+			s.Training = ""
+			bar.From(gc.Resume.Iter)
+			if r.out != nil {
+				fmt.Fprintf(r.out, "%s resumed at iteration %d\n", label, gc.Resume.Iter)
+			}
+		}
+		gc.SaveEvery = finalSaveEvery
+		gc.Save = func(g *chmm.GradState) error { return r.checkpointGradTraining(s, g) }
+	}
 	// Every iteration reaches the bar, which prints at most every 2 s: four_rooms' first
 	// finalisation step took 30 s, and a line every 10 steps left it silent for 5 minutes.
 	gc.ProgressEvery = 1

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
@@ -651,13 +653,7 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 // map, held-out ends and history as an uninterrupted run; its seconds so far are kept
 // and its checkpoint files are gone at the end.
 func TestFinalEMResumesIdentically(t *testing.T) {
-	cfg := tinyConfig(t)
-	cfg.FinalTrainer, cfg.FinalIters, cfg.FinalDoublings = FinalEM, 20, 3
-	a := t.TempDir()
-	repA, err := Run(context.Background(), a, cfg, progressOut())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, a, repA := finalEMRun(t)
 	b := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -709,6 +705,78 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	if st, err := readState(b); err != nil || st.FinalEM != nil || len(st.Files) != len(mustState(t, a).Files) {
 		t.Errorf("finished state: %v, checkpoint %+v, files %v", err, st.FinalEM, st.Files)
 	}
+}
+
+// TestFinalEMResumesWithinRound: an EM finalisation interrupted within a round's EM
+// (round 0, whose start is not a file, then round 1) resumes at the iteration it saved,
+// not at the round's start, and ends with the map, held-out ends and history of the
+// uninterrupted run; a damaged save is refused and no checkpoint file is left.
+func TestFinalEMResumesWithinRound(t *testing.T) {
+	cfg, a, repA := finalEMRun(t)
+	defer func(every time.Duration) { finalSaveEvery, finalSaved = every, nil }(finalSaveEvery)
+	finalSaveEvery = 0
+	b := t.TempDir()
+	stop := errors.New("interrupted")
+	for _, at := range []struct{ round, iter int }{{0, 5}, {1, 7}} {
+		first := ""
+		finalSaved = func(name string) error {
+			if first == "" {
+				first = name
+			}
+			if name == fmt.Sprintf("final-em-train-%02d-%06d.gob", at.round, at.iter) {
+				return stop
+			}
+			return nil
+		}
+		var out strings.Builder
+		if _, err := Run(context.Background(), b, cfg, &out); !errors.Is(err, stop) {
+			t.Fatalf("run interrupted in round %d at iteration %d: %v", at.round, at.iter, err)
+		}
+		if at.round > 0 && first != "final-em-train-00-000006.gob" {
+			t.Errorf("the resumed run saved %s first, want round 0's iteration 6", first)
+		}
+		if at.round > 0 && !strings.Contains(out.String(), "states), within its EM at iteration 5") {
+			t.Errorf("resumed run's output does not say where it resumed:\n%s", out.String())
+		}
+		st := mustState(t, b)
+		if st.FinalEM == nil || st.FinalEM.Round != at.round || st.FinalEM.Training == "" || len(st.Made.HeldOutBits) != at.round {
+			t.Fatalf("state after the interruption: %+v, held-out ends %v", st.FinalEM, st.Made.HeldOutBits)
+		}
+		if files, _ := filepath.Glob(filepath.Join(b, "final-em-train-*.gob")); len(files) != 1 || filepath.Base(files[0]) != st.FinalEM.Training {
+			t.Errorf("saves on disk %v, the state names %s", files, st.FinalEM.Training)
+		}
+	}
+	refusesDamaged(t, b, mustState(t, b).FinalEM.Training, cfg)
+	finalSaved = nil
+	var out strings.Builder
+	repB, err := Run(context.Background(), b, cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "resumed at round 1") || !strings.Contains(out.String(), "within its EM at iteration 7") {
+		t.Errorf("resumed run's output does not say where it resumed:\n%s", out.String())
+	}
+	sameFinalisation(t, a, b)
+	if ta, tb := repA.Training, repB.Training; !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
+		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
+	}
+	if st := mustState(t, b); st.FinalEM != nil || len(st.Files) != len(mustState(t, a).Files) {
+		t.Errorf("finished state: checkpoint %+v, files %v", st.FinalEM, st.Files)
+	}
+}
+
+// finalEMRun runs the tiny config with the EM finalisation (20 iterations a round, at
+// most 3 splits) in a new directory, uninterrupted: what the resume tests compare with.
+func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {
+	t.Helper()
+	cfg := tinyConfig(t)
+	cfg.FinalTrainer, cfg.FinalIters, cfg.FinalDoublings = FinalEM, 20, 3
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir, rep
 }
 
 func mustState(t *testing.T, dir string) *runState {
@@ -791,8 +859,86 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 	if !strings.Contains(resumed.String(), "finalisation resumed in round "+resumedAt) {
 		t.Errorf("the last call does not say where it resumed:\n%s", resumed.String())
 	}
+	sameGradFinalisation(t, a, b, repA, repB)
+}
+
+// TestFinalGradResumesWithinTraining: the gradient finalisation interrupted within each
+// kind of training (the first, the retraining after pruning, both budgets of a growth
+// check, the first training of the grown budget) resumes each time at the iteration it
+// saved and ends with the map, record and history of the uninterrupted run.
+func TestFinalGradResumesWithinTraining(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.FinalClones = 1 // binds: the budget doubles at least once, given walks long enough
+	cfg.Steps, cfg.WarmupEpochs = 3000, 1
+	a := t.TempDir()
+	repA, err := Run(context.Background(), a, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(every time.Duration) { finalSaveEvery, finalSaved = every, nil }(finalSaveEvery)
+	finalSaveEvery = 0
+	b := t.TempDir()
+	stop := errors.New("interrupted")
+	said, next := "", "" // what the next call says, and the first file it saves
+	for i, at := range []struct {
+		file, label string // interrupted after saving file; label is the training's
+	}{
+		{"final-grad-train-00-0-000007.gob", "finalise"},
+		{"final-grad-train-00-1-000005.gob", "retrain"},
+		{"final-grad-train-00-2-000003.gob", "growth check, 1 clones per token"},
+		{"final-grad-train-00-3-000003.gob", "growth check, 2 clones per token"},
+		{"final-grad-train-01-0-000004.gob", "finalise (2× budget)"},
+	} {
+		first := ""
+		finalSaved = func(name string) error {
+			if first == "" {
+				first = name
+			}
+			if name == at.file {
+				return stop
+			}
+			return nil
+		}
+		var out strings.Builder
+		if _, err := Run(context.Background(), b, cfg, &out); !errors.Is(err, stop) {
+			t.Fatalf("interruption %d (%s): %v", i, at.file, err)
+		}
+		if !strings.Contains(out.String(), said) {
+			t.Errorf("interruption %d: the call does not say %q:\n%s", i, said, out.String())
+		}
+		if i > 0 && first != next {
+			t.Errorf("interruption %d: the call saved %s first, want %s (the iteration after the resumed one)", i, first, next)
+		}
+		st := mustState(t, b)
+		if st.FinalGrad == nil || st.FinalGrad.Training != at.file {
+			t.Fatalf("interruption %d: checkpoint %+v, want the training saved in %s", i, st.FinalGrad, at.file)
+		}
+		if files, _ := filepath.Glob(filepath.Join(b, "final-*")); len(files) != len(st.finalFiles()) {
+			t.Errorf("interruption %d: files %v, the state names %v", i, files, st.finalFiles())
+		}
+		iter, _ := strconv.Atoi(strings.TrimSuffix(at.file[len(at.file)-10:], ".gob"))
+		said = fmt.Sprintf("%s resumed at iteration %d", at.label, iter)
+		next = fmt.Sprintf("%s%06d.gob", at.file[:len(at.file)-10], iter+1)
+	}
+	finalSaved = nil
+	var out strings.Builder
+	repB, err := Run(context.Background(), b, cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), said) {
+		t.Errorf("the last call does not say %q:\n%s", said, out.String())
+	}
+	sameGradFinalisation(t, a, b, repA, repB)
+}
+
+// sameGradFinalisation is sameFinalisation for the gradient finalisation, with its
+// record (growth checks, rounds, pruning, runs) and a finished state without a
+// checkpoint, for the reports ra of a and rb of b.
+func sameGradFinalisation(t *testing.T, a, b string, ra, rb *evaluate.Report) {
+	t.Helper()
 	sameFinalisation(t, a, b)
-	ta, tb := repA.Training, repB.Training
+	ta, tb := ra.Training, rb.Training
 	if !reflect.DeepEqual(ta.GrowChecks, tb.GrowChecks) || ta.GrowRounds != tb.GrowRounds || ta.Pruned != tb.Pruned || !reflect.DeepEqual(ta.Runs, tb.Runs) {
 		t.Errorf("record %+v vs resumed %+v", ta, tb)
 	}
@@ -852,7 +998,7 @@ func sameFinalisation(t *testing.T, a, b string) {
 		}
 	}
 	for _, dir := range []string{a, b} {
-		if m, _ := filepath.Glob(filepath.Join(dir, "final-*.model")); len(m) != 0 {
+		if m, _ := filepath.Glob(filepath.Join(dir, "final-*")); len(m) != 0 {
 			t.Errorf("%s: checkpoint files left: %v", dir, m)
 		}
 	}
