@@ -150,6 +150,9 @@
 //	final-grad-RR-S.model  the gradient finalisation's checkpoint: budget round RR's
 //	                map after step S (1 trained, 2 pruned and retrained); removed
 //	                when it ends
+//	final-em-train-RR-IIIIII.gob, final-grad-train-RR-S-IIIIII.gob  the training in
+//	                progress before iteration IIIIII (a gob of chmm.EMState or
+//	                chmm.GradState); removed when it ends
 //	vqvae.ckpt, chmm.model   the final model
 //	report.json     evaluate.Report (trainer "joint", seconds per phase, Training)
 //	.lock           flock of the process that writes the directory (rundir.go)
@@ -170,8 +173,11 @@
 // ends. The gradient finalisation (FinalGradient) commits after each of its trainings
 // (the map's, the pruned map's retraining, each budget of a growth check), with its
 // round, step and the check's first score in state.gob, and resumes after the last
-// one (TestFinalGradResumesIdentically); a training cut short starts again from its
-// beginning, and so does the evaluation.
+// one (TestFinalGradResumesIdentically). The training in progress, a round's EM or a
+// gradient training, also commits every finalSaveEvery (five minutes) as a gob of its
+// chmm.EMState or chmm.GradState (final-em-train-*.gob, final-grad-train-*.gob), and
+// resumes at the iteration saved (TestFinalEMResumesWithinRound,
+// TestFinalGradResumesWithinTraining); the evaluation cut short starts again.
 //
 // # Data and evaluation
 //
