@@ -1498,6 +1498,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		if r.dir != "" {
 			ec.SaveEvery = finalSaveEvery
 			ec.Save = func(es *chmm.EMState) error {
+				// The round's bookkeeping as it began (round 0's is not in s yet).
 				s.Round, s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed = round, conf, bestConf, bestBits, bestRound, missed
 				return r.checkpointEMTraining(s, es)
 			}
@@ -1771,7 +1772,7 @@ func (r *runner) forgetFinal() {
 	}
 }
 
-// removeStrayFinal removes the finalisation checkpoints' model files that the
+// removeStrayFinal removes the finalisation checkpoints' files (isFinalFile) that the
 // committed state no longer names.
 func (r *runner) removeStrayFinal() {
 	names, _ := filepath.Glob(r.path("final-*"))
