@@ -527,15 +527,11 @@ func (a *adam) state() AdamState {
 	return AdamState{M: append([]float64(nil), a.m...), V: append([]float64(nil), a.v...), T: a.t, Pow1: a.pow1, Pow2: a.pow2}
 }
 
-// set gives a the moments s, which must be of a's length.
-func (a *adam) set(s AdamState) error {
-	if len(s.M) != len(a.m) || len(s.V) != len(a.v) {
-		return fmt.Errorf("Adam moments of %d and %d parameters, want %d", len(s.M), len(s.V), len(a.m))
-	}
+// set gives a the moments s, of a's length (GradState.check).
+func (a *adam) set(s AdamState) {
 	copy(a.m, s.M)
 	copy(a.v, s.V)
 	a.t, a.pow1, a.pow2 = s.T, s.Pow1, s.Pow2
-	return nil
 }
 
 // check says whether s can resume a training of m, with chunks or not: the same
@@ -592,12 +588,8 @@ func (a *adam) step(x, g []float64, scale, lr float64) {
 // restore gives a resumed training s's Adam moments and generators (sampler nil:
 // full batch); s passed check.
 func (s *GradState) restore(pi, theta *adam, split *rand.PCG, sampler *chunkSampler) error {
-	if err := pi.set(s.AdamPi); err != nil {
-		return err
-	}
-	if err := theta.set(s.AdamTheta); err != nil {
-		return err
-	}
+	pi.set(s.AdamPi)
+	theta.set(s.AdamTheta)
 	if err := split.UnmarshalBinary(s.SplitRNG); err != nil {
 		return fmt.Errorf("splits' generator: %w", err)
 	}
