@@ -66,7 +66,7 @@ var flagRanges = map[string]map[string]flagRange{
 	},
 	"train": {
 		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "pretrain-iters": ints(0, 1_000_000), "clones": rangeClones,
-		"codes": ints(2, 4096), "merge-codes": floats(0, 1e6),
+		"codes": ints(2, 4096), "merge-codes": floats(0, 1e6), "merge-tokens": floats(0, 1e6),
 		"alpha-div": floats(0, 100), "alpha-div-end": floats(0, 100), "collapse-frac": fractionBelow(1),
 		"grad-frames": ints(0, 1<<20), "collapse-level": fractionBelow(0.5), "lambda": floats(0, 1000),
 		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8), "stop-churn": floats(0, 1),

@@ -24,18 +24,18 @@ func init() {
 
 // trainOptions are the flags of "gradcscg train".
 type trainOptions struct {
-	env, layout, dataset, run, config, jsonPath, size            string
-	seed                                                         uint64
-	quiet, reevaluate                                            bool
-	set                                                          *flag.FlagSet // to tell which flags were given
-	episodes, steps, jointIters, clones, jitter, gradFrames      int
-	pretrainIters, codes                                         int
-	finalGrow                                                    int
-	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune float64
-	collapseLevel, stopChurn, finalChunkAbove, mergeCodes        float64
-	decode, budget, arch, finalTrainer                           string
-	finalDoublings, finalIters                                   int
-	freeze, noLengthNorm, supervised, scaled                     bool
+	env, layout, dataset, run, config, jsonPath, size                  string
+	seed                                                               uint64
+	quiet, reevaluate                                                  bool
+	set                                                                *flag.FlagSet // to tell which flags were given
+	episodes, steps, jointIters, clones, jitter, gradFrames            int
+	pretrainIters, codes                                               int
+	finalGrow                                                          int
+	alphaDiv, alphaDivEnd, collapseFrac, lambda, tau, finalPrune       float64
+	collapseLevel, stopChurn, finalChunkAbove, mergeCodes, mergeTokens float64
+	decode, budget, arch, finalTrainer                                 string
+	finalDoublings, finalIters                                         int
+	freeze, noLengthNorm, supervised, scaled                           bool
 }
 
 func runTrain(args []string) error {
@@ -62,6 +62,7 @@ func runTrain(args []string) error {
 	f.Float64Var(&o.lambda, "lambda", -1, "weight λ of the HMM term in the joint phase (-1: default 1)")
 	f.Float64Var(&o.alphaDivEnd, "alpha-div-end", -1, "α_div at the end of the joint phase, reached linearly from --alpha-div after its middle (-1: default, conv 0.03, mlp 0.1; 0: no annealing)")
 	f.IntVar(&o.codes, "codes", -1, "codebook size of the warm-up (-1: default, one code per class shown); with --merge-codes, more codes than classes")
+	f.Float64Var(&o.mergeTokens, "merge-tokens", -1, "after the joint phase, merge its tokens that the walks cannot tell apart (same next and previous tokens under every action) while a G-test's z is below this; the encoder reads its codes through the merge (-1: default 0, off)")
 	f.Float64Var(&o.mergeCodes, "merge-codes", -1, "after the warm-up, merge the codes that the walks cannot tell apart (same next and previous tokens under every action) while a G-test's z is below this, and keep the merged tokens' usage in the joint phase (-1: default 0, off)")
 	f.Float64Var(&o.tau, "tau", -1, "temperature τ of the soft posterior log ρ (-1: default 0.2, the paper 1)")
 	f.Float64Var(&o.finalPrune, "final-prune", -1, "after finalisation, remove clones visited by fewer than this fraction of the training steps and retrain (-1: default 0.001; 0: off)")
@@ -192,6 +193,7 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 		cfg.VQVAE.K = o.codes
 	}
 	override(&cfg.MergeCodes, o.mergeCodes)
+	override(&cfg.MergeTokens, o.mergeTokens)
 	override(&cfg.StopChurn, o.stopChurn)
 	override(&cfg.CollapseFrac, o.collapseFrac)
 	override(&cfg.GradFrames, o.gradFrames)

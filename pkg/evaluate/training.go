@@ -128,8 +128,11 @@ type Joint struct {
 	// CodesMerged, with merge_codes, is the token of each kept code (codes that the
 	// walks could not tell apart share one token); nil without.
 	CodesMerged []int `json:"codes_merged,omitempty"`
-	Clones      []int `json:"clones,omitempty"` // clones per token during the joint phase
-	Rollbacks   int   `json:"rollbacks"`        // checkpoints restored
+	// TokensMerged, with merge_tokens, is the map's token of each of the joint phase's
+	// tokens (those the walks could not tell apart after it share one); nil without.
+	TokensMerged []int `json:"tokens_merged,omitempty"`
+	Clones       []int `json:"clones,omitempty"` // clones per token during the joint phase
+	Rollbacks    int   `json:"rollbacks"`        // checkpoints restored
 	// Guard is the anti-collapse record; nil in reports written before it was kept.
 	Guard *Guard `json:"guard,omitempty"`
 	// The training frames' hard tokens after the warm-up and after the joint phase
@@ -256,6 +259,7 @@ func LegacyTraining(extra map[string]json.RawMessage) (*Training, error) {
 	get.into("active_codes_warmup", &j.ActiveCodesWarmup)
 	get.into("codes_kept", &j.CodesKept)
 	get.into("codes_merged", &j.CodesMerged)
+	get.into("tokens_merged", &j.TokensMerged)
 	get.into("clones_joint", &j.Clones)
 	get.into("joint_rollbacks", &j.Rollbacks)
 	var n int

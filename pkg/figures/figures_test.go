@@ -368,9 +368,12 @@ func TestDecodeHistory(t *testing.T) {
 // fakeCodec is a VQ-VAE stand-in: an image's latent is its mean and its first
 // pixel; reconstructions are constant images of value 10+token.
 type fakeCodec struct {
-	side int
-	book [][]float32
+	side   int
+	book   [][]float32
+	tokens []int
 }
+
+func (f fakeCodec) Tokens() []int { return f.tokens }
 
 func (f fakeCodec) Latents(images []float32) ([][]float32, error) {
 	p := f.side * f.side
@@ -431,6 +434,24 @@ func TestTokenImages(t *testing.T) {
 	}
 	if _, _, err := TokenImages(codec, images[:5], side); err == nil {
 		t.Error("ragged images: no error")
+	}
+	// Codes 0 and 1 are token 0, code 2 token 1: token 0's image is the one nearest
+	// to its own code, (0.95, 0.95) at d² 0.005 from code 1, decoded through code 1.
+	codec.tokens = []int{0, 0, 1}
+	images = append(images[:2*side*side], img(0.95, 0.95)...)
+	decoded, nearest, err = TokenImages(codec, images, side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nearest) != 2 || !reflect.DeepEqual(nearest[0], img(0.95, 0.95)) || nearest[1] != nil {
+		t.Errorf("nearest images with a token map %v", nearest)
+	}
+	if len(decoded) != 2 || !reflect.DeepEqual(decoded[0], []float32{11, 11, 11, 11}) || decoded[1] != nil {
+		t.Errorf("decoded images with a token map %v", decoded)
+	}
+	codec.tokens = []int{0, 1}
+	if _, _, err := TokenImages(codec, images, side); err == nil {
+		t.Error("a token map of 2 codes for 3: no error")
 	}
 }
 

@@ -577,15 +577,17 @@ type Codec interface {
 	// Codebook returns the code vectors e [K][D].
 	Codebook() [][]float32
 	// Reconstruct returns the decoder's output through each image's hard code,
-	// D(e_k) for an image of token k, and the tokens.
+	// D(e_k) for an image of code k, and the tokens.
 	Reconstruct(images []float32) ([]float32, []int, error)
+	// Tokens returns the token of each code, nil when token k is code k.
+	Tokens() []int
 }
 
-// TokenImages returns an image per token for Figure 5c: for token k, among the
-// given images (n images of side² values) whose hard token is k, the one whose
-// latent is nearest to the code e_k (nearest), and the decoder's output D(e_k)
-// computed by reconstructing that image (decoded: the reconstruction of any image of
-// token k is D(e_k)). Tokens no image maps to get nil in both.
+// TokenImages returns an image per token for Figure 5c: for token g, among the
+// given images (n images of side² values) whose hard code k has token g (Codec.Tokens),
+// the one whose latent is nearest to its code e_k (nearest), and the decoder's output
+// D(e_k) computed by reconstructing that image (decoded: the reconstruction of any
+// image of code k is D(e_k)). Tokens no image maps to get nil in both.
 func TokenImages(codec Codec, images []float32, side int) (decoded, nearest [][]float32, err error) {
 	p := side * side
 	if side < 1 || len(images) == 0 || len(images)%p != 0 {
@@ -597,24 +599,34 @@ func TokenImages(codec Codec, images []float32, side int) (decoded, nearest [][]
 	}
 	book := codec.Codebook()
 	n := len(images) / p
-	if len(z) != n {
-		return nil, nil, fmt.Errorf("figures.TokenImages: %d latents for %d images", len(z), n)
+	if len(z) != n || len(book) == 0 {
+		return nil, nil, fmt.Errorf("figures.TokenImages: %d latents for %d images, %d codes", len(z), n, len(book))
 	}
-	best := make([]int, len(book))
-	bestD := make([]float64, len(book))
-	for k := range best {
-		best[k], bestD[k] = -1, math.Inf(1)
+	tokenOf := codec.Tokens()
+	if tokenOf == nil {
+		tokenOf = make([]int, len(book))
+		for k := range tokenOf {
+			tokenOf[k] = k
+		}
+	}
+	if len(tokenOf) != len(book) {
+		return nil, nil, fmt.Errorf("figures.TokenImages: a token map of %d codes for a codebook of %d", len(tokenOf), len(book))
+	}
+	best := make([]int, slices.Max(tokenOf)+1)
+	bestD := make([]float64, len(best))
+	for g := range best {
+		best[g], bestD[g] = -1, math.Inf(1)
 	}
 	for i, zi := range z {
-		// Hard token: the nearest code (vqvae.Quantize); ties to the lowest k.
+		// Hard code: the nearest code (vqvae.Quantize); ties to the lowest k.
 		k, dk := -1, math.Inf(1)
 		for j, e := range book {
 			if d := dist2(zi, e); d < dk {
 				k, dk = j, d
 			}
 		}
-		if k >= 0 && dk < bestD[k] {
-			best[k], bestD[k] = i, dk
+		if k >= 0 && dk < bestD[tokenOf[k]] {
+			best[tokenOf[k]], bestD[tokenOf[k]] = i, dk
 		}
 	}
 	var sel []float32
@@ -625,8 +637,8 @@ func TokenImages(codec Codec, images []float32, side int) (decoded, nearest [][]
 			order = append(order, k)
 		}
 	}
-	decoded = make([][]float32, len(book))
-	nearest = make([][]float32, len(book))
+	decoded = make([][]float32, len(best))
+	nearest = make([][]float32, len(best))
 	if len(order) == 0 {
 		return decoded, nearest, nil
 	}

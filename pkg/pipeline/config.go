@@ -148,6 +148,15 @@ type Config struct {
 	// merge too. 0: off (every kept code is a token; the paper).
 	MergeCodes float64 `json:"merge_codes"`
 
+	// MergeTokens, if > 0, merges the joint phase's tokens that the training walks
+	// cannot tell apart (chmm.MergeTokens at z < MergeTokens) into one token of the map
+	// each, before the finalisation. The encoder keeps its codes and reads them through
+	// the merge (a token's ρ is the sum of its codes'; vqvae.Model.SetTokens), so no
+	// frame changes token but by the merge. Meant for ScaledEmissions, whose joint phase
+	// may spread a class over spare codes at random: such codes have the same
+	// neighbours. 0: off (the joint phase's tokens are the map's; the paper).
+	MergeTokens float64 `json:"merge_tokens,omitempty"`
+
 	// ScaledEmissions, if true, makes the joint phase's HMM term read each frame's soft
 	// posterior over the minibatch's mean posterior, ρ_t(k)/ρ̄(k) (the scaled likelihoods
 	// of hybrid HMMs), instead of ρ_t(k) (Sec. 3.5). With ρ_t(k), merging two tokens the
@@ -400,6 +409,9 @@ func (c Config) Validate() error {
 	add(c.PretrainIters >= 0, "pretrain_iters=%d (need ≥ 0)", c.PretrainIters)
 	add(c.MergeCodes >= 0 && c.MergeCodes <= 1e6, "merge_codes=%g (need 0..1e6)", c.MergeCodes)
 	add(c.MergeCodes == 0 || c.VQVAE.K <= maxMergeCodes, "merge_codes with vqvae.k=%d (need k ≤ %d: the merge costs k⁴ steps)", c.VQVAE.K, maxMergeCodes)
+	add(c.MergeTokens >= 0 && c.MergeTokens <= 1e6, "merge_tokens=%g (need 0..1e6)", c.MergeTokens)
+	add(c.MergeTokens == 0 || c.VQVAE.K <= maxMergeCodes, "merge_tokens with vqvae.k=%d (need k ≤ %d: the merge costs k⁴ steps)", c.VQVAE.K, maxMergeCodes)
+	add(c.MergeTokens == 0 || c.FinalTrainer == FinalEM || c.FinalBudget == BudgetShare, "merge_tokens with final_budget=%q (want %q: the joint phase's HMM has the unmerged tokens)", c.FinalBudget, BudgetShare)
 	add(c.ChunkLen >= 2 && c.ChunkLen <= c.Steps, "chunk_len=%d (need 2..steps)", c.ChunkLen)
 	add(c.JointBatch >= 1 && c.JointBatch <= 1024, "joint_batch=%d (need 1..1024)", c.JointBatch)
 	add(c.GradFrames >= 0 && c.GradFrames <= 1<<20, "grad_frames=%d (need 0..%d)", c.GradFrames, 1<<20)
@@ -493,7 +505,7 @@ var runConfigAbsent = map[string]bool{
 	"layout": true, "alpha_div_end": true, "jitter": true, "freeze_vqvae": true, "no_length_norm": true,
 	"final_prune": true, "final_prune_iters": true, "grad_frames": true, "collapse_level": true, "max_interventions": true,
 	"final_tol": true, "stop_churn": true, "final_grow": true, "final_trainer": true, "final_doublings": true,
-	"final_chunk_above": true, "pretrain_iters": true, "merge_codes": true, "scaled_emissions": true,
+	"final_chunk_above": true, "pretrain_iters": true, "merge_codes": true, "scaled_emissions": true, "merge_tokens": true,
 }
 
 // maxMergeCodes is the largest codebook MergeCodes merges: the merge costs about k⁴

@@ -84,9 +84,12 @@ type runState struct {
 	// CodesMerged, with Config.MergeCodes, is the token of each kept code (Codes[i] is
 	// token CodesMerged[i]); nil without.
 	CodesMerged []int
-	Share       []float64 // share of the training frames of each kept token after warm-up
-	Clones      []int
-	Checkpoint  string // current joint checkpoint (file in the run directory)
+	// TokensMerged, with Config.MergeTokens, is the map's token of each of the joint
+	// phase's tokens (the final encoder's token map, vqvae.Model.SetTokens); nil without.
+	TokensMerged []int
+	Share        []float64 // share of the training frames of each kept token after warm-up
+	Clones       []int
+	Checkpoint   string // current joint checkpoint (file in the run directory)
 
 	JointIter   int
 	LambdaScale float64
@@ -1229,6 +1232,12 @@ func (r *runner) final() error {
 	if err != nil {
 		return err
 	}
+	if cfg.MergeTokens > 0 {
+		if tokens, err = r.mergeTokens(tokens); err != nil {
+			return err
+		}
+		hmm = chmm.New(chmm.UniformClones(r.joint.VQ.NumTokens(), 1), hmm.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+	}
 	share := make([]float64, hmm.K())
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
@@ -1271,6 +1280,34 @@ func (r *runner) final() error {
 	}
 	r.removeStrayFinal()
 	return nil
+}
+
+// mergeTokens merges the joint phase's tokens that the training walks cannot tell
+// apart (Config.MergeTokens, chmm.MergeTokens) into the map's tokens: the final
+// encoder reads its codes through the merge (vqvae.Model.SetTokens), and the training
+// frames' tokens (the joint phase's) are returned as the map's. The merge is recorded
+// in the state (TokensMerged).
+func (r *runner) mergeTokens(tokens []int) ([]int, error) {
+	vq := r.joint.VQ
+	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), vq.NumTokens(), r.d.env.NumActions(), r.cfg.MergeTokens)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: merging tokens: %w", err)
+	}
+	if n < 2 {
+		return nil, fmt.Errorf("pipeline: merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", r.cfg.MergeTokens, vq.NumTokens())
+	}
+	if err := vq.SetTokens(group); err != nil {
+		return nil, err
+	}
+	merged := make([]int, len(tokens))
+	for i, k := range tokens {
+		merged[i] = group[k]
+	}
+	r.st.TokensMerged = group
+	if r.out != nil {
+		fmt.Fprintf(r.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, r.cfg.MergeTokens)
+	}
+	return merged, nil
 }
 
 // finalise trains the map's HMM on seqs, the training walks' hard tokens (share: each
@@ -2263,6 +2300,7 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 		j.AnnealStart, _ = st.anneal(cfg)
 	}
 	j.CodesKept, j.CodesMerged, j.Clones, j.Rollbacks = st.Codes, st.CodesMerged, st.Clones, st.Rollbacks
+	j.TokensMerged = st.TokensMerged
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j
 	t.Runs = append([]evaluate.TrainerRun(nil), t.Runs...)

@@ -114,6 +114,9 @@ func TestConfigValidate(t *testing.T) {
 		{"EM iterations", func(c *Config) { *c = c.WithFinalTrainer(FinalEM); c.FinalIters = 0 }, `final_iters=0 (final_trainer "em" needs ≥ 1)`},
 		{"merge bar", func(c *Config) { c.MergeCodes = math.NaN() }, "merge_codes=NaN"},
 		{"merge size", func(c *Config) { c.VQVAE.K, c.MergeCodes = 200, 30 }, "merge_codes with vqvae.k=200 (need k ≤ 128"},
+		{"token merge bar", func(c *Config) { c.MergeTokens = -1 }, "merge_tokens=-1 (need 0..1e6)"},
+		{"token merge size", func(c *Config) { c.VQVAE.K, c.MergeTokens = 200, 30 }, "merge_tokens with vqvae.k=200 (need k ≤ 128"},
+		{"token merge from joint", func(c *Config) { c.MergeTokens, c.FinalBudget = 30, FinalFromJoint }, `merge_tokens with final_budget="joint"`},
 	} {
 		c := base
 		tc.edit(&c)
@@ -1088,6 +1091,60 @@ func TestMergeCodesResumes(t *testing.T) {
 		if ha[i].Div != hb[i].Div || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Rec != hb[i].Rec {
 			t.Fatalf("joint iteration %d differs after resuming: %+v vs %+v", i+1, ha[i], hb[i])
 		}
+	}
+}
+
+// TestMergeTokens: with more codes than classes, scaled emissions and MergeTokens, the
+// map has fewer tokens than the joint phase (recorded per joint token in the report),
+// the saved encoder reads its codes through that merge, and a run stopped in the joint
+// phase resumes to the same map file.
+func TestMergeTokens(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.VQVAE.K, cfg.ScaledEmissions, cfg.MergeTokens = 12, true, 3
+	a := t.TempDir()
+	repA, err := Run(context.Background(), a, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := repA.Training.Joint
+	groups := map[int]bool{}
+	for _, g := range j.TokensMerged {
+		groups[g] = true
+	}
+	t.Logf("joint tokens %d merged into %v", len(j.CodesKept), j.TokensMerged)
+	if len(j.TokensMerged) != len(j.CodesKept) || len(groups) >= len(j.CodesKept) || len(groups) != repA.NumTokens {
+		t.Fatalf("codes kept %v, tokens merged %v, %d tokens: want fewer tokens than the joint phase's", j.CodesKept, j.TokensMerged, repA.NumTokens)
+	}
+	ra, err := LoadRun(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ra.VQVAE.Tokens(), j.TokensMerged) || ra.HMM.K() != len(groups) {
+		t.Fatalf("saved encoder's token map %v, map of %d tokens; report %v", ra.VQVAE.Tokens(), ra.HMM.K(), j.TokensMerged)
+	}
+	b := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 7
+	if _, err := Run(context.Background(), b, stop, progressOut()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v, want ErrStopped", err)
+	}
+	if _, err := Run(context.Background(), b, cfg, progressOut()); err != nil {
+		t.Fatal(err)
+	}
+	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(filepath.Join(b, CHMMFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := LoadRun(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ma, mb) || !reflect.DeepEqual(rb.VQVAE.Tokens(), j.TokensMerged) {
+		t.Errorf("resumed run: map file equal %v, token map %v, want %v", bytes.Equal(ma, mb), rb.VQVAE.Tokens(), j.TokensMerged)
 	}
 }
 

@@ -51,6 +51,7 @@ type checkpointPayload struct {
 	History []StepRecord
 	Cursor  WarmupCursor
 	Vars    []savedVar
+	Tokens  []int // the token map (SetTokens); nil in files saved without one
 }
 
 // rngStatePath is where model.Store keeps the graph RNG state.
@@ -65,7 +66,7 @@ func (m *Model) Save(path string) error {
 	}
 	p := checkpointPayload{
 		Config: m.cfg, Seed: m.seed, RNG: rngState, LR: m.lr, Ready: m.ready,
-		History: m.history, Cursor: m.cursor,
+		History: m.history, Cursor: m.cursor, Tokens: m.tokens,
 	}
 	for v := range m.store.IterVariables() {
 		t, err := v.Value()
@@ -179,6 +180,9 @@ func restore(backend compute.Backend, p *checkpointPayload) (*Model, error) {
 		return nil, fmt.Errorf("rng state: %w", err)
 	}
 	m.lr, m.ready, m.history, m.cursor = p.LR, p.Ready, p.History, p.Cursor
+	if err := m.SetTokens(p.Tokens); err != nil {
+		return nil, err
+	}
 	for _, sv := range p.Vars {
 		dt := dtypes.DType(sv.DType)
 		switch dt { // the dtypes Save writes; any other value is damage (and may panic in shapes)

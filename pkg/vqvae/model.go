@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -72,6 +73,7 @@ type Model struct {
 	ready   bool // data-driven initialisation done (InitFromData)
 	history []StepRecord
 	cursor  WarmupCursor
+	tokens  []int // read-out: the token of each code (SetTokens); nil: token k is code k
 
 	trainExec, encodeExec, reconExec, latentExec *model.Exec
 }
@@ -329,7 +331,9 @@ func (m *Model) runChunks(exec *model.Exec, images []float32, what string,
 }
 
 // Encode returns the hard token (argmin code) of every image and its soft posterior
-// log ρ [n][K] at the configured temperature (Sec. 3.2). images holds n images.
+// log ρ [n][K] at the configured temperature (Sec. 3.2). images holds n images. With
+// a token map (SetTokens) the token is its code's, and ρ of a token is the sum of its
+// codes' ρ ([n][NumTokens()]).
 func (m *Model) Encode(images []float32) (tokens []int, logRho [][]float32, err error) {
 	if m.encodeExec == nil {
 		m.encodeExec, err = model.NewExec(m.backend, m.store, func(root *model.Scope, x *Node) (*Node, *Node) {
@@ -353,12 +357,82 @@ func (m *Model) Encode(images []float32) (tokens []int, logRho [][]float32, err 
 			return err
 		}
 		for i := range n {
-			tokens = append(tokens, int(tok[i]))
-			logRho = append(logRho, lr[i*k:(i+1)*k:(i+1)*k])
+			tokens = append(tokens, m.tokenOf(int(tok[i])))
+			logRho = append(logRho, m.mergeRho(lr[i*k:(i+1)*k:(i+1)*k]))
 		}
 		return nil
 	})
 	return tokens, logRho, err
+}
+
+// SetTokens sets the read-out's token of each code: Encode and Reconstruct then give
+// token tokens[k] for code k, and ρ of a token is the sum of its codes'. tokens has K
+// entries covering 0..n−1 (every token has a code); nil removes the map. Training is
+// unchanged: the codebook and the graphs work on codes. Save keeps the map.
+func (m *Model) SetTokens(tokens []int) error {
+	if tokens == nil {
+		m.tokens = nil
+		return nil
+	}
+	if len(tokens) != m.cfg.K {
+		return fmt.Errorf("vqvae: SetTokens: %d entries for K=%d codes", len(tokens), m.cfg.K)
+	}
+	n := slices.Max(tokens) + 1
+	seen := make([]bool, n)
+	for k, g := range tokens {
+		if g < 0 {
+			return fmt.Errorf("vqvae: SetTokens: code %d has token %d (need ≥ 0)", k, g)
+		}
+		seen[g] = true
+	}
+	if i := slices.Index(seen, false); i >= 0 {
+		return fmt.Errorf("vqvae: SetTokens: token %d of 0..%d has no code", i, n-1)
+	}
+	m.tokens = slices.Clone(tokens)
+	return nil
+}
+
+// Tokens returns a copy of the token map (SetTokens), nil when there is none.
+func (m *Model) Tokens() []int { return slices.Clone(m.tokens) }
+
+// NumTokens is the number of tokens Encode gives: K, or the token map's.
+func (m *Model) NumTokens() int {
+	if m.tokens == nil {
+		return m.cfg.K
+	}
+	return slices.Max(m.tokens) + 1
+}
+
+// tokenOf is code k's token.
+func (m *Model) tokenOf(k int) int {
+	if m.tokens == nil {
+		return k
+	}
+	return m.tokens[k]
+}
+
+// mergeRho returns log ρ of the tokens from log ρ of the codes (lr itself without a
+// token map): log Σ_{k∈g} ρ(k), summed in float64 from the largest term.
+func (m *Model) mergeRho(lr []float32) []float32 {
+	if m.tokens == nil {
+		return lr
+	}
+	top := make([]float64, m.NumTokens())
+	for g := range top {
+		top[g] = math.Inf(-1)
+	}
+	for k, v := range lr {
+		top[m.tokens[k]] = max(top[m.tokens[k]], float64(v))
+	}
+	sum := make([]float64, len(top))
+	for k, v := range lr {
+		sum[m.tokens[k]] += math.Exp(float64(v) - top[m.tokens[k]])
+	}
+	out := make([]float32, len(top))
+	for g := range out {
+		out[g] = float32(top[g] + math.Log(sum[g]))
+	}
+	return out
 }
 
 // Latents returns the encoder outputs z [n][D] of the images.
@@ -388,7 +462,7 @@ func (m *Model) Latents(images []float32) ([][]float32, error) {
 }
 
 // Reconstruct returns the decoder's reconstruction of every image through its hard
-// code (n·Side² values) and the tokens.
+// code (n·Side² values) and the tokens (the token map's, SetTokens).
 func (m *Model) Reconstruct(images []float32) (recon []float32, tokens []int, err error) {
 	if m.reconExec == nil {
 		m.reconExec, err = model.NewExec(m.backend, m.store, func(root *model.Scope, x *Node) (*Node, *Node) {
@@ -413,7 +487,7 @@ func (m *Model) Reconstruct(images []float32) (recon []float32, tokens []int, er
 		}
 		recon = append(recon, r[:n*p]...)
 		for i := range n {
-			tokens = append(tokens, int(tok[i]))
+			tokens = append(tokens, m.tokenOf(int(tok[i])))
 		}
 		return nil
 	})

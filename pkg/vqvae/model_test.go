@@ -521,3 +521,82 @@ func TestReviveCodes(t *testing.T) {
 		t.Errorf("second revival: %d codes, %v; want none", n, err)
 	}
 }
+
+// TestTokenMap: with SetTokens, Encode gives each image its code's token and ρ of a
+// token is the sum of its codes' ρ (against the codes read without the map, summed
+// here in float64); Reconstruct's tokens follow; Save and Load keep the map; bad maps
+// are errors that leave the model as it was.
+func TestTokenMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	img, _ := tinyImages(rng, 64)
+	m, err := New(testBackend(), tinyConfig(4), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TrainStep(Batch{Images: img}); err != nil {
+		t.Fatal(err)
+	}
+	codes, codeRho, err := m.Encode(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumTokens() != 4 || m.Tokens() != nil {
+		t.Fatalf("without a map: %d tokens, map %v", m.NumTokens(), m.Tokens())
+	}
+	tokenOf := []int{1, 0, 1, 2}
+	for _, bad := range [][]int{{0, 1, 2}, {0, -1, 1, 2}, {0, 0, 2, 2}} {
+		if err := m.SetTokens(bad); err == nil {
+			t.Errorf("SetTokens(%v): no error", bad)
+		}
+	}
+	if m.Tokens() != nil {
+		t.Fatalf("a refused map was kept: %v", m.Tokens())
+	}
+	if err := m.SetTokens(tokenOf); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, m *Model) {
+		t.Helper()
+		tokens, rho, err := m.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rec, err := m.Reconstruct(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.NumTokens() != 3 {
+			t.Errorf("%s: %d tokens, want 3", what, m.NumTokens())
+		}
+		for i, c := range codes {
+			if tokens[i] != tokenOf[c] || rec[i] != tokenOf[c] {
+				t.Fatalf("%s: image %d of code %d: Encode token %d, Reconstruct token %d, want %d", what, i, c, tokens[i], rec[i], tokenOf[c])
+			}
+			want := make([]float64, 3)
+			for k, v := range codeRho[i] {
+				want[tokenOf[k]] += math.Exp(float64(v))
+			}
+			if len(rho[i]) != 3 {
+				t.Fatalf("%s: image %d: %d values of log ρ, want 3", what, i, len(rho[i]))
+			}
+			for g, v := range rho[i] {
+				if math.Abs(float64(v)-math.Log(want[g])) > 1e-5 {
+					t.Fatalf("%s: image %d token %d: log ρ %v, want %v", what, i, g, v, math.Log(want[g]))
+				}
+			}
+		}
+	}
+	check("set", m)
+	path := filepath.Join(t.TempDir(), "vq.ckpt")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(testBackend(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("loaded", l)
+	if err := l.SetTokens(nil); err != nil || l.NumTokens() != 4 {
+		t.Errorf("map removed: %v, %d tokens", err, l.NumTokens())
+	}
+}
