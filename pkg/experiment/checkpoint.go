@@ -33,9 +33,10 @@ type doublingCheckpoint struct {
 	// started from (Symbolic.FoldCost; 0: not measured).
 	SplitFrom float64
 	Rounds    []evaluate.BudgetRound // the record of the rounds before
-	// Training is Round's gradient training in progress, saved between two of its
-	// iterations (nil: Round's training starts from Model).
-	Training *chmm.GradState
+	// Training is Round's gradient training in progress, EMTraining its EM training's,
+	// saved between two of its iterations (both nil: Round's training starts from Model).
+	Training   *chmm.GradState
+	EMTraining *chmm.EMState
 }
 
 const checkpointVersion = 1
@@ -83,7 +84,7 @@ func readCheckpoint(path string) (*doublingCheckpoint, error) {
 	if c.Version != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s has version %d, this build reads %d: remove it to start over", path, c.Version, checkpointVersion)
 	}
-	if c.Model == nil || c.History == nil || c.Round < 1 && c.Training == nil {
+	if c.Model == nil || c.History == nil || c.Round < 1 && c.Training == nil && c.EMTraining == nil {
 		return nil, fmt.Errorf("checkpoint %s is incomplete (round %d): remove it to start over", path, c.Round)
 	}
 	if err := c.Model.Validate(); err != nil {

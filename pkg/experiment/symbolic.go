@@ -115,11 +115,14 @@ type Training struct {
 	// (chmm.GradConfig.ChunkIfCostly). 0: the whole walks at every iteration.
 	ChunkAbove float64
 	// Save, SaveEvery and Resume make a gradient training of one start resumable
-	// between iterations (chmm.GradConfig's fields of those names); EM has no use for
-	// them, and more than one start is an error.
+	// between iterations (chmm.GradConfig's fields of those names), SaveEM and
+	// ResumeEM an EM training's soft phase (chmm.EMConfig's Save and Resume, every
+	// SaveEvery). The other trainer's fields, or more than one start, are an error.
 	Save      func(*chmm.GradState) error
 	SaveEvery time.Duration
 	Resume    *chmm.GradState
+	SaveEM    func(*chmm.EMState) error
+	ResumeEM  *chmm.EMState
 }
 
 // Initialisations of a symbolic model (SymbolicInit).
@@ -137,8 +140,9 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		return nil, nil, 0, fmt.Errorf("experiment: init %q: want %q or %q", t.Init, InitUniform, InitRandom)
 	}
 	workers := runtime.GOMAXPROCS(0)
-	if (t.Save != nil || t.Resume != nil) && (t.Trainer != TrainerGradient || t.Restarts > 1) {
-		return nil, nil, 0, fmt.Errorf("experiment: a %s training of %d starts cannot be saved or resumed between iterations: only a gradient training of one start", t.Trainer, max(1, t.Restarts))
+	grad, em := t.Save != nil || t.Resume != nil, t.SaveEM != nil || t.ResumeEM != nil
+	if (grad || em) && (grad && t.Trainer != TrainerGradient || em && t.Trainer != TrainerEM || t.Restarts > 1) {
+		return nil, nil, 0, fmt.Errorf("experiment: a %s training of %d starts cannot be saved or resumed between iterations with the other trainer's state, or with more than one start", t.Trainer, max(1, t.Restarts))
 	}
 	switch t.Trainer {
 	case TrainerGradient:
@@ -178,6 +182,7 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 		if t.Full {
 			ec.Tol = -1
 		}
+		ec.Save, ec.SaveEvery, ec.Resume = t.SaveEM, t.SaveEvery, t.ResumeEM
 		return keepBest(m, train, t, progressOut, func(mr *chmm.Model, r int, bar func(int) *progress.Bar) (*chmm.History, error) {
 			ec.Seed = t.Seed + uint64(r)<<32
 			// One bar per phase: the hard (Viterbi) phase counts its own iterations
@@ -185,6 +190,8 @@ func TrainSymbolic(m *chmm.Model, train []chmm.Sequence, t Training, progressOut
 			b, phase, last := bar(ec.MaxIters), "em", 0
 			if ec.MaxIters < 0 { // the hard phase alone
 				b, phase = bar(ec.ViterbiIters), "viterbi"
+			} else if t.ResumeEM != nil {
+				b.From(t.ResumeEM.Iter)
 			}
 			ec.Progress = func(p chmm.Progress) {
 				if p.Phase != phase {

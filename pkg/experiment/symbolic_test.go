@@ -728,6 +728,47 @@ func TestDoublingCheckpointWithinTraining(t *testing.T) {
 	t.Logf("%d saves before the interruption", saves)
 }
 
+// TestDoublingCheckpointWithinEM: EM's budget grown by splitting, stopped inside
+// round 1's training and resumed, gives the uninterrupted run's map, history, record
+// and scores.
+func TestDoublingCheckpointWithinEM(t *testing.T) {
+	_, s := namedSymbolic(t, "room", TrainerEM)
+	s.Episodes, s.Steps, s.EvalSteps, s.Doublings, s.Iters = 1, 6000, 500, 2, 40
+	whole, err := RunSymbolic(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Report.Training.Doublings < 1 {
+		t.Fatalf("%d splits: the test needs a second round", whole.Report.Training.Doublings)
+	}
+	s.Checkpoint = filepath.Join(t.TempDir(), "cut.ckpt")
+	stop := errors.New("interrupted")
+	defer func(every time.Duration) { trainingSaveEvery, trainingHook = every, nil }(trainingSaveEvery)
+	trainingSaveEvery = 0
+	trainingHook = func(round, iter int) error {
+		if round == 1 && iter == 13 {
+			return stop
+		}
+		return nil
+	}
+	if _, err = RunSymbolic(s, nil, nil); !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	// The first save after the resume is the next iteration's: a resume that started
+	// the round over would give the same map (EM is deterministic) but save iteration 1.
+	first := [2]int{-1, -1}
+	trainingHook = func(round, iter int) error {
+		if first[0] < 0 {
+			first = [2]int{round, iter}
+		}
+		return nil
+	}
+	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 13)")
+	if first != [2]int{1, 14} {
+		t.Errorf("first save after the resume: round %d, iteration %d; want round 1, iteration 14", first[0], first[1])
+	}
+}
+
 // resumeAlike resumes s from its checkpoint and checks that the progress says where
 // (at) and that the map, history, record and scores are those of whole, the run that
 // was not interrupted.

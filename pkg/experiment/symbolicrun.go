@@ -124,7 +124,7 @@ type Symbolic struct {
 	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
-	// after every split, and within a round's gradient training every five minutes
+	// after every split, and within a round's training every five minutes
 	// (trainingSaveEvery), and from which a run of the same experiment resumes: an
 	// interrupted run goes on from its last save, to the same map. The caller removes
 	// it once the results are saved. Not part of the experiment.
@@ -493,7 +493,8 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	var h *chmm.History
 	var rounds []evaluate.BudgetRound
 	all, t0 := &chmm.History{}, time.Now()
-	var resume *chmm.GradState // first's training in progress
+	var resume *chmm.GradState // first's training in progress (gradient)
+	var resumeEM *chmm.EMState // (EM)
 	if s.Checkpoint != "" {
 		c, err := loadCheckpoint(s.Checkpoint, s)
 		if err != nil {
@@ -505,9 +506,12 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 			}
 			m, all, foldedAll, first, splitFrom, rounds = c.Model, c.History, c.Folded, c.Round, c.SplitFrom, c.Rounds
 			elapsed, within := c.Elapsed, ""
-			if resume = c.Training; resume != nil { // a gradient training's: the experiment's config says so
+			if resume, resumeEM = c.Training, c.EMTraining; resume != nil { // the experiment's config says which
 				elapsed += resume.Seconds
 				within = fmt.Sprintf(" (its training at iteration %d)", resume.Iter)
+			} else if resumeEM != nil {
+				elapsed += resumeEM.Seconds
+				within = fmt.Sprintf(" (its training at iteration %d)", resumeEM.Iter)
 			}
 			t0 = t0.Add(-time.Duration(elapsed * float64(time.Second)))
 			if progressOut != nil {
@@ -521,30 +525,39 @@ func trainByDoubling(s Symbolic, env *gridworld.Env, numTokens int, train []chmm
 	for round := first; ; round++ {
 		at := time.Since(t0).Seconds()
 		tr := t
-		if s.Checkpoint != "" && s.Trainer == TrainerGradient {
+		if s.Checkpoint != "" {
 			// Save the training every trainingSaveEvery: a checkpoint of this round
 			// (its start, m, and everything before it) with the training's state.
 			if resume != nil {
 				at -= resume.Seconds
+			} else if resumeEM != nil {
+				at -= resumeEM.Seconds
 			}
 			start, atRound, round := m.Clone(), at, round
-			tr.Resume, tr.SaveEvery = resume, trainingSaveEvery
-			tr.Save = func(g *chmm.GradState) error {
+			save := func(iter int, set func(*doublingCheckpoint)) error {
 				c, err := newCheckpoint(s, round, start, all, foldedAll, atRound, src, splitFrom, rounds)
 				if err == nil {
-					c.Training = g
+					set(c)
 					err = saveCheckpoint(s.Checkpoint, c)
 				}
 				if err == nil && trainingHook != nil {
-					err = trainingHook(round, g.Iter)
+					err = trainingHook(round, iter)
 				}
 				if err != nil {
-					return fmt.Errorf("checkpoint in round %d, at iteration %d: %w", round, g.Iter, err)
+					return fmt.Errorf("checkpoint in round %d, at iteration %d: %w", round, iter, err)
 				}
 				return nil
 			}
+			tr.SaveEvery = trainingSaveEvery
+			if s.Trainer == TrainerGradient {
+				tr.Resume = resume
+				tr.Save = func(g *chmm.GradState) error { return save(g.Iter, func(c *doublingCheckpoint) { c.Training = g }) }
+			} else {
+				tr.ResumeEM = resumeEM
+				tr.SaveEM = func(e *chmm.EMState) error { return save(e.Iter, func(c *doublingCheckpoint) { c.EMTraining = e }) }
+			}
 		}
-		resume = nil
+		resume, resumeEM = nil, nil
 		if progressOut != nil {
 			chunks := ""
 			if s.Trainer == TrainerGradient && (chmm.GradConfig{}).ChunkIfCostly(m, train, t.ChunkAbove).ChunkLen > 0 {
@@ -844,17 +857,18 @@ func dropAffordable(before, after, cost, floor float64, walks, steps int) bool {
 
 // checkpointHook, if set (tests), runs after each checkpoint is saved; an error
 // stops the run there, as an interruption would. trainingHook does the same for the
-// checkpoints saved within a round's gradient training, before iteration iter.
+// checkpoints saved within a round's training, before iteration iter.
 var (
 	checkpointHook func(round int) error
 	trainingHook   func(round, iter int) error
 )
 
-// trainingSaveEvery is how often a budget grown by splitting saves its gradient
-// training in progress to Symbolic.Checkpoint: a training of a few hundred states
-// over 200,000 steps takes hours (four_rooms), and a save holds the round's start, the
-// model, the best parameters and Adam's two moments (91 MB for four_rooms' 711
-// states). Tests set it to 0 (every iteration).
+// trainingSaveEvery is how often a budget grown by splitting saves its training in
+// progress to Symbolic.Checkpoint: a training of a few hundred states over 200,000
+// steps takes hours (four_rooms), and a save holds the round's start and the model
+// with the trainer's state (the gradient trainer's: the best parameters and Adam's two
+// moments, 91 MB for four_rooms' 711 states; EM's: the previous iteration's
+// parameters). Tests set it to 0 (every iteration).
 var trainingSaveEvery = 5 * time.Minute
 
 // splitStop says why a budget grown by splitting stops after round (kept clones would

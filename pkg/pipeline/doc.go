@@ -38,7 +38,10 @@
 //     joint minibatch is shifted by a random offset of up to Config.Jitter pixels (2)
 //     in each direction (dataset.Jitter; label-free augmentation).
 //
-//  3. Finalisation: encoder frozen, hard tokens of the full training episodes,
+//  3. Finalisation: encoder frozen, hard tokens of the full training episodes
+//     (with Config.MergeTokens, off by default, the joint phase's tokens that the walks
+//     cannot tell apart first become one token of the map each; the encoder keeps its
+//     codes and reads them through the merge, vqvae.Model.SetTokens),
 //     chmm.TrainGradient full batch (exact forward–backward gradient, Adam, optional
 //     transition entropy, optional clone splitting at plateaus), ended by the
 //     label-free plateau rule of Config.FinalTol (1e-3 nats per step over
