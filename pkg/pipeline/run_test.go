@@ -1050,29 +1050,15 @@ func TestPretrainStartsJointFromAMap(t *testing.T) {
 	}
 }
 
-// TestMergeCodesResumes: with more warm-up codes than classes and MergeCodes, the
-// joint phase starts from fewer tokens than kept codes (recorded per code in the
-// report), and a run stopped in the joint phase resumes to the same history: the
-// diversity term's target shares come back from the state.
-func TestMergeCodesResumes(t *testing.T) {
-	cfg := tinyConfig(t)
-	cfg.VQVAE.K, cfg.MergeCodes = 12, 3
-	a := t.TempDir()
+// runAndResume runs cfg to its end in a directory a, and in b stops it in the joint
+// phase (iteration 7) and resumes it to its end; it returns both and a's report.
+func runAndResume(t *testing.T, cfg Config) (a, b string, repA *evaluate.Report) {
+	t.Helper()
+	a, b = t.TempDir(), t.TempDir()
 	repA, err := Run(context.Background(), a, cfg, progressOut())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := repA.Training.Joint
-	groups := map[int]bool{}
-	for _, g := range j.CodesMerged {
-		groups[g] = true
-	}
-	t.Logf("kept codes %v merged into tokens %v", j.CodesKept, j.CodesMerged)
-	if len(j.CodesMerged) != len(j.CodesKept) || len(groups) >= len(j.CodesKept) || len(groups) != repA.NumTokens || len(j.Clones) != len(groups) {
-		t.Fatalf("codes kept %v, merged %v, %d tokens, clones %v: want fewer tokens than kept codes, one clone count per token",
-			j.CodesKept, j.CodesMerged, repA.NumTokens, j.Clones)
-	}
-	b := t.TempDir()
 	stop := cfg
 	stop.StopAfterJoint = 7
 	if _, err := Run(context.Background(), b, stop, progressOut()); !errors.Is(err, ErrStopped) {
@@ -1080,6 +1066,24 @@ func TestMergeCodesResumes(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), b, cfg, progressOut()); err != nil {
 		t.Fatal(err)
+	}
+	return a, b, repA
+}
+
+// TestMergeCodesResumes: with more warm-up codes than classes and MergeCodes, the
+// joint phase starts from fewer tokens than kept codes (recorded per code in the
+// report), and a run stopped in the joint phase resumes to the same history: the
+// diversity term's target shares come back from the state.
+func TestMergeCodesResumes(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.VQVAE.K, cfg.MergeCodes = 12, 3
+	a, b, repA := runAndResume(t, cfg)
+	j := repA.Training.Joint
+	groups := slices.Max(j.CodesMerged) + 1
+	t.Logf("kept codes %v merged into tokens %v", j.CodesKept, j.CodesMerged)
+	if len(j.CodesMerged) != len(j.CodesKept) || groups >= len(j.CodesKept) || groups != repA.NumTokens || len(j.Clones) != groups {
+		t.Fatalf("codes kept %v, merged %v, %d tokens, clones %v: want fewer tokens than kept codes, one clone count per token",
+			j.CodesKept, j.CodesMerged, repA.NumTokens, j.Clones)
 	}
 	ra, _ := LoadRun(a)
 	rb, _ := LoadRun(b)
@@ -1101,35 +1105,19 @@ func TestMergeCodesResumes(t *testing.T) {
 func TestMergeTokens(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.VQVAE.K, cfg.ScaledEmissions, cfg.MergeTokens = 12, true, 3
-	a := t.TempDir()
-	repA, err := Run(context.Background(), a, cfg, progressOut())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, repA := runAndResume(t, cfg)
 	j := repA.Training.Joint
-	groups := map[int]bool{}
-	for _, g := range j.TokensMerged {
-		groups[g] = true
-	}
+	groups := slices.Max(j.TokensMerged) + 1
 	t.Logf("joint tokens %d merged into %v", len(j.CodesKept), j.TokensMerged)
-	if len(j.TokensMerged) != len(j.CodesKept) || len(groups) >= len(j.CodesKept) || len(groups) != repA.NumTokens {
+	if len(j.TokensMerged) != len(j.CodesKept) || groups >= len(j.CodesKept) || groups != repA.NumTokens {
 		t.Fatalf("codes kept %v, tokens merged %v, %d tokens: want fewer tokens than the joint phase's", j.CodesKept, j.TokensMerged, repA.NumTokens)
 	}
 	ra, err := LoadRun(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(ra.VQVAE.Tokens(), j.TokensMerged) || ra.HMM.K() != len(groups) {
+	if !reflect.DeepEqual(ra.VQVAE.Tokens(), j.TokensMerged) || ra.HMM.K() != groups {
 		t.Fatalf("saved encoder's token map %v, map of %d tokens; report %v", ra.VQVAE.Tokens(), ra.HMM.K(), j.TokensMerged)
-	}
-	b := t.TempDir()
-	stop := cfg
-	stop.StopAfterJoint = 7
-	if _, err := Run(context.Background(), b, stop, progressOut()); !errors.Is(err, ErrStopped) {
-		t.Fatalf("stopped run: %v, want ErrStopped", err)
-	}
-	if _, err := Run(context.Background(), b, cfg, progressOut()); err != nil {
-		t.Fatal(err)
 	}
 	ma, err := os.ReadFile(filepath.Join(a, CHMMFile))
 	if err != nil {
