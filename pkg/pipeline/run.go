@@ -1236,7 +1236,9 @@ func (r *runner) final() error {
 		if tokens, err = r.mergeTokens(tokens); err != nil {
 			return err
 		}
-		hmm = chmm.New(chmm.UniformClones(r.joint.VQ.NumTokens(), 1), hmm.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+		// The finalisation starts afresh (Validate: BudgetShare or EM); this model only
+		// carries the merged tokens and the actions.
+		hmm = chmm.New(chmm.UniformClones(r.joint.VQ.NumTokens(), 1), hmm.NumActions, nil)
 	}
 	share := make([]float64, hmm.K())
 	for _, x := range tokens {
