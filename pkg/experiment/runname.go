@@ -113,6 +113,9 @@ func settingsSuffix(cfg, d pipeline.Config) string {
 	if cfg.MergeCodes != d.MergeCodes {
 		name += fmt.Sprintf("_merge%g", cfg.MergeCodes)
 	}
+	if cfg.MergeTokens != d.MergeTokens {
+		name += fmt.Sprintf("_mergetokens%g", cfg.MergeTokens)
+	}
 	if cfg.StopChurn != d.StopChurn {
 		name += fmt.Sprintf("_churn%g", cfg.StopChurn)
 	}

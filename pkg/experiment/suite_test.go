@@ -63,6 +63,7 @@ func TestRunName(t *testing.T) {
 		{"λ", func(c *pipeline.Config) { c.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
 		{"HMM pre-training", func(c *pipeline.Config) { c.PretrainIters = 500 }, "aliased_mnist_seed1_pretrain500"},
 		{"merged warm-up codes", func(c *pipeline.Config) { c.VQVAE.K, c.MergeCodes = 16, 30 }, "aliased_mnist_seed1_codes16_merge30"},
+		{"merged joint tokens", func(c *pipeline.Config) { c.MergeTokens = 100 }, "aliased_mnist_seed1_mergetokens100"},
 		{"τ", func(c *pipeline.Config) { c.VQVAE.Tau = 1 }, "aliased_mnist_seed1_tau1"},
 		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
 		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},
