@@ -377,12 +377,14 @@ func (m *Model) SetTokens(tokens []int) error {
 	if len(tokens) != m.cfg.K {
 		return fmt.Errorf("vqvae: SetTokens: %d entries for K=%d codes", len(tokens), m.cfg.K)
 	}
+	for k, g := range tokens {
+		if g < 0 || g >= len(tokens) {
+			return fmt.Errorf("vqvae: SetTokens: code %d has token %d (need 0..%d)", k, g, len(tokens)-1)
+		}
+	}
 	n := slices.Max(tokens) + 1
 	seen := make([]bool, n)
-	for k, g := range tokens {
-		if g < 0 {
-			return fmt.Errorf("vqvae: SetTokens: code %d has token %d (need ≥ 0)", k, g)
-		}
+	for _, g := range tokens {
 		seen[g] = true
 	}
 	if i := slices.Index(seen, false); i >= 0 {

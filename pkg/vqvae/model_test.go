@@ -544,7 +544,7 @@ func TestTokenMap(t *testing.T) {
 		t.Fatalf("without a map: %d tokens, map %v", m.NumTokens(), m.Tokens())
 	}
 	tokenOf := []int{1, 0, 1, 2}
-	for _, bad := range [][]int{{0, 1, 2}, {0, -1, 1, 2}, {0, 0, 2, 2}} {
+	for _, bad := range [][]int{{0, 1, 2}, {0, -1, 1, 2}, {0, 0, 2, 2}, {0, 1, 2, 1 << 40}} {
 		if err := m.SetTokens(bad); err == nil {
 			t.Errorf("SetTokens(%v): no error", bad)
 		}
