@@ -20,8 +20,11 @@ import (
 // names DIR:FILE, a run directory and an encoder checkpoint in it): the encoder's
 // codes of the training frames merged by context (chmm.MergeTokens at z <
 // MERGEFIN_Z, default 100), the map finalised on the merged tokens as the run's config
-// says, and scored on the held-out episode with the same merge (hard read-out: the
-// merged token; soft: log Σ_{o∈g} ρ_t(o)). Labels only to score.
+// says, and scored by Evaluate with the encoder reading its codes through the merge
+// (vqvae.Model.SetTokens, as a run with Config.MergeTokens does), every EM round too.
+// MERGEFIN_TRAINER=em|gradient sets the finalisation; MERGEFIN_AVG=1 instead counts
+// the frames that keep their merged token under a codebook of the merged tokens' mean
+// rows. Labels only to score.
 //
 //	MERGEFIN_RUN=DIR:vqvae.ckpt go test ./pkg/pipeline -run TestMergedFinaliseStudy -v -timeout 3h
 func TestMergedFinaliseStudy(t *testing.T) {
@@ -102,26 +105,10 @@ func TestMergedFinaliseStudy(t *testing.T) {
 		return
 	}
 
-	held, err := NewHeldOut(cfg, d.env)
-	if err != nil {
+	// The encoder reads its codes through the merge, as a run with Config.MergeTokens
+	// saves it, so Evaluate scores the held-out episode with the merged tokens.
+	if err := m.SetTokens(group); err != nil {
 		t.Fatal(err)
-	}
-	hc, logRho, err := m.Encode(held.Images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ht := make([]int, len(hc))
-	lr := make([][]float32, len(logRho))
-	for i, c := range hc {
-		ht[i] = group[c]
-		p := make([]float64, k)
-		for o, v := range logRho[i] {
-			p[group[o]] += math.Exp(float64(v))
-		}
-		lr[i] = make([]float32, k)
-		for g, v := range p {
-			lr[i][g] = float32(math.Log(v))
-		}
 	}
 	score := func(what string, hmm *chmm.Model, conf [][]float64) {
 		if conf != nil {
@@ -132,19 +119,15 @@ func TestMergedFinaliseStudy(t *testing.T) {
 			hmm = hmm.Clone()
 			hmm.Meta = map[string]string{ConfusionMeta: string(b)}
 		}
-		for _, decode := range []string{DecodeSoft, DecodeHard} {
-			states, err := held.Viterbi(hmm, ht, lr, decode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := evaluate.Evaluate(evaluate.Input{Env: d.env, Places: held.Episode.Places, States: states, Tokens: ht,
-				Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Printf("%s, %d states, %s: F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f\n", what, hmm.N(), decode,
-				rep.ViterbiMap.F1, rep.ViterbiMap.Precision, rep.ViterbiMap.Recall, rep.StatePlacePurity, rep.ActionAccuracy)
+		rep, err := Evaluate(m, hmm, d.env, cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
+		o := rep.OtherReadout
+		fmt.Printf("%s, %d states, %s: F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f\n", what, hmm.N(), rep.Decode,
+			rep.ViterbiMap.F1, rep.ViterbiMap.Precision, rep.ViterbiMap.Recall, rep.StatePlacePurity, rep.ActionAccuracy)
+		fmt.Printf("%s, %d states, %s: F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f\n", what, hmm.N(), o.Decode,
+			o.ViterbiMapF1, o.ViterbiMapPrecision, o.ViterbiMapRecall, o.StatePlacePurity, o.ActionAccuracy)
 	}
 	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
 	r.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
