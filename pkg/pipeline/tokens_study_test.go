@@ -46,6 +46,9 @@ func TestTokensStudy(t *testing.T) {
 		for _, c := range q.Classes {
 			fmt.Printf("  class %d: %d frames, %.3f of them token %d\n", c.Class, c.Frames, c.Share, c.MajorityToken)
 		}
+		if os.Getenv("TOKENS_TABLE") != "" {
+			printClassTokenTable(tokens, classes)
+		}
 	}
 }
 
@@ -72,5 +75,39 @@ func studyRun(t *testing.T, dir string) (Config, *data, func(file string) *vqvae
 			t.Fatal(err)
 		}
 		return m
+	}
+}
+
+// printClassTokenTable prints, for every class, the share of its frames read as
+// each token (rows sum to 1): the emission rows a map of that class's places
+// would have to learn.
+func printClassTokenTable(tokens, classes []int) {
+	nt, nc := 0, 0
+	for i := range tokens {
+		nt = max(nt, tokens[i]+1)
+		nc = max(nc, classes[i]+1)
+	}
+	counts := make([][]float64, nc)
+	for c := range counts {
+		counts[c] = make([]float64, nt)
+	}
+	for i := range tokens {
+		counts[classes[i]][tokens[i]]++
+	}
+	fmt.Printf("  class \\ token")
+	for k := range nt {
+		fmt.Printf(" %5d", k)
+	}
+	fmt.Println()
+	for c, row := range counts {
+		sum := 0.0
+		for _, v := range row {
+			sum += v
+		}
+		fmt.Printf("  %13d", c)
+		for _, v := range row {
+			fmt.Printf(" %5.2f", v/max(sum, 1))
+		}
+		fmt.Println()
 	}
 }
