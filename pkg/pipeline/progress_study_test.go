@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
@@ -14,7 +16,8 @@ import (
 // (PROGRESS_RUN=DIR, a run directory whose state holds FinalEM): its
 // final-em-best-NN.model read through the state's confusion matrix, with the joint
 // phase's last encoder (the state's checkpoint) reading its codes through the state's token map
-// (Config.MergeTokens), scored by Evaluate. A run of many split rounds can then be
+// (Config.MergeTokens), scored by Evaluate, with the verdict the run would give it
+// were it the map kept (its later rounds counted as split past it). A run of many split rounds can then be
 // judged before it ends; labels only to score, the run directory is not written.
 //
 //	PROGRESS_RUN=DIR go test ./pkg/pipeline -run TestProgressStudy -v
@@ -52,8 +55,74 @@ func TestProgressStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The verdict as the run's evaluation would give it, were this the map kept.
+	made := st.Made
+	made.Doublings = st.FinalEM.BestRound
+	dg, err := diagnose(d, cfg, m, hmm, &made, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := rep.OtherReadout
+	fmt.Printf("verdict: %s (surprises %.2f%%, misses %.2f%%)\n", dg.Verdict.Text, 100*dg.Surprises, 100*dg.Misses)
 	fmt.Printf("%s (round %d, %.4f bits per step held out), %d states: %s F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f; %s F1 %.3f, purity %.3f\n",
 		st.FinalEM.Best, st.FinalEM.BestRound, st.FinalEM.BestBits, hmm.N(), rep.Decode, rep.ViterbiMap.F1, rep.ViterbiMap.Precision,
 		rep.ViterbiMap.Recall, rep.StatePlacePurity, rep.ActionAccuracy, o.Decode, o.ViterbiMapF1, o.StatePlacePurity)
+}
+
+// TestRoundCostStudy times PROFILE_ITERS (default 5) EM iterations of the next split
+// round of an EM finalisation in progress (PROFILE_RUN=DIR): the round's start model and
+// confusion matrix from the state, the training frames encoded by the joint phase's last
+// encoder through the state's token map, EM configured as the finalisation does. Run
+// with -test.cpuprofile to see where a round's time goes; the run directory is not
+// written.
+//
+//	PROFILE_RUN=DIR go test ./pkg/pipeline -run TestRoundCostStudy -v -cpuprofile cpu.out
+func TestRoundCostStudy(t *testing.T) {
+	dir := os.Getenv("PROFILE_RUN")
+	if dir == "" {
+		t.Skip("a measurement: set PROFILE_RUN=DIR")
+	}
+	iters := 5
+	if v := os.Getenv("PROFILE_ITERS"); v != "" {
+		var err error
+		if iters, err = strconv.Atoi(v); err != nil || iters < 1 {
+			t.Fatalf("PROFILE_ITERS=%q: want an integer ≥ 1", v)
+		}
+	}
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FinalEM == nil || st.FinalEM.Start == "" {
+		t.Fatalf("%s: no EM finalisation round after round 0 has begun", dir)
+	}
+	cfg, d, load := studyRun(t, dir)
+	m := load(st.Checkpoint)
+	if st.TokensMerged != nil {
+		if err := m.SetTokens(st.TokensMerged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens, err := d.encodeAll(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hmm, err := chmm.Load(filepath.Join(dir, st.FinalEM.Start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := holdOutEnds(d.sequences(tokens))
+	train := pieces(start, st.FinalEM.Pieces, minPiece)
+	ec := chmm.DefaultEMConfig()
+	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = iters, -1, FinalEMPseudocount, 0
+	ec.Seed = cfg.Seed + uint64(st.FinalEM.Round)<<32
+	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = st.FinalEM.Conf, true, ConfusionBeam
+	began := time.Now()
+	h, err := chmm.TrainEM(hmm, train, ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := time.Since(began)
+	fmt.Printf("%s, round %d, %d states, %d pieces: %d EM iterations in %.2f s (%.3f s each), ℓ/T %.4f\n", dir, st.FinalEM.Round,
+		hmm.N(), len(train), len(h.LogLik), el.Seconds(), el.Seconds()/float64(len(h.LogLik)), h.LogLik[len(h.LogLik)-1])
 }
