@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 // TestProgressStudy scores the best map so far of an EM finalisation in progress
@@ -26,19 +27,9 @@ func TestProgressStudy(t *testing.T) {
 	if dir == "" {
 		t.Skip("a measurement: set PROGRESS_RUN=DIR")
 	}
-	st, err := readState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.FinalEM == nil || st.FinalEM.Best == "" {
+	st, cfg, d, m := studyFinalEM(t, dir)
+	if st.FinalEM.Best == "" {
 		t.Fatalf("%s: no EM finalisation round has finished", dir)
-	}
-	cfg, d, load := studyRun(t, dir)
-	m := load(st.Checkpoint)
-	if st.TokensMerged != nil {
-		if err := m.SetTokens(st.TokensMerged); err != nil {
-			t.Fatal(err)
-		}
 	}
 	hmm, err := chmm.Load(filepath.Join(dir, st.FinalEM.Best))
 	if err != nil {
@@ -89,19 +80,9 @@ func TestRoundCostStudy(t *testing.T) {
 			t.Fatalf("PROFILE_ITERS=%q: want an integer ≥ 1", v)
 		}
 	}
-	st, err := readState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.FinalEM == nil || st.FinalEM.Start == "" {
+	st, cfg, d, m := studyFinalEM(t, dir)
+	if st.FinalEM.Start == "" {
 		t.Fatalf("%s: no EM finalisation round after round 0 has begun", dir)
-	}
-	cfg, d, load := studyRun(t, dir)
-	m := load(st.Checkpoint)
-	if st.TokensMerged != nil {
-		if err := m.SetTokens(st.TokensMerged); err != nil {
-			t.Fatal(err)
-		}
 	}
 	tokens, err := d.encodeAll(m)
 	if err != nil {
@@ -123,6 +104,29 @@ func TestRoundCostStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	el := time.Since(began)
-	fmt.Printf("%s, round %d, %d states, %d pieces: %d EM iterations in %.2f s (%.3f s each), ℓ/T %.4f\n", dir, st.FinalEM.Round,
+	// TrainEM scores the last M-step's map too: one E-step more than iterations.
+	fmt.Printf("%s, round %d, %d states, %d pieces: %d E-steps in %.2f s (%.3f s each), ℓ/T %.4f\n", dir, st.FinalEM.Round,
 		hmm.N(), len(train), len(h.LogLik), el.Seconds(), el.Seconds()/float64(len(h.LogLik)), h.LogLik[len(h.LogLik)-1])
+}
+
+// studyFinalEM reads a run directory whose EM finalisation has begun: its state, config
+// and data, and the joint phase's last encoder reading its codes through the state's
+// token map (Config.MergeTokens), as the finalisation reads them.
+func studyFinalEM(t *testing.T, dir string) (*runState, Config, *data, *vqvae.Model) {
+	t.Helper()
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FinalEM == nil {
+		t.Fatalf("%s: its EM finalisation has not begun", dir)
+	}
+	cfg, d, load := studyRun(t, dir)
+	m := load(st.Checkpoint)
+	if st.TokensMerged != nil {
+		if err := m.SetTokens(st.TokensMerged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, cfg, d, m
 }
