@@ -196,7 +196,8 @@ func TestNoisySplitStudy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("  diagnosis: predicts next %.3f, surprises %.4f, misses %.4f; %s\n", dg.Determinism, dg.Surprises, dg.Misses, dg.Judge(chmm.NoisyTokens).Text)
+		fmt.Printf("  diagnosis: predicts next %.3f, surprises %.4f, misses %.4f; surprised d steps after a miss %v, unexplained %.4f; %s\n",
+			dg.Determinism, dg.Surprises, dg.Misses, dg.SurprisesAfterMiss, dg.Unexplained(), dg.Judge(chmm.NoisyTokens).Text)
 		if conf == nil {
 			oracle := make([][]float64, K)
 			for k := range oracle {

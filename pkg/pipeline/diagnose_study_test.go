@@ -45,7 +45,7 @@ func TestDiagnoseStudy(t *testing.T) {
 		}
 		hindsight := fmt.Sprintf("%.4f / %.4f", dg.Surprises, dg.Misses)
 		if dg.Confused {
-			hindsight += " (through C)"
+			hindsight += fmt.Sprintf(" (through C; surprised d steps after a miss %v: unexplained %.4f)", dg.SurprisesAfterMiss, dg.Unexplained())
 		}
 		row := fmt.Sprintf("| %s | %s | %s | %.3f | %.3f | %.3f | %s | %.3f | %.3f | %.3f | %s | %.0f | %d/%d | %s |",
 			filepath.Base(strings.TrimSuffix(dir, "/")), res.Config.VQVAE.Arch, res.Config.Dataset, r.ViterbiMap.Recall, r.ViterbiMap.F1,
@@ -66,9 +66,9 @@ func TestDiagnoseStudy(t *testing.T) {
 		"bits whether or not the map is resolved, so it judges by the share of training steps whose Viterbi state and action predict "+
 		"the next token (resolved: ≥ %.0f%%), and asks for more data below %d training steps per used clone. A map read through a confusion "+
 		"matrix (the EM finalisation) is also judged by the share of training steps that surprise its forward pass (p < ½) against the share its "+
-		"Viterbi path misses (*surprises / misses*; merged when they differ by more than %.3f). *Good*: Viterbi-path map recall 1.00, "+
+		"Viterbi path misses (*surprises / misses*), and merged when more than %.2f%% of the steps surprise it more than %d steps after the path's last miss (*unexplained*). *Good*: Viterbi-path map recall 1.00, "+
 		"F1 ≥ 0.98 and state→place purity ≥ 0.95 (labels used only here).\n\n", len(rows), skipped, 100*chmm.NoisyDeterminism, chmm.NoisyStepsPerClone,
-		chmm.NoisyHindsight)
+		100*chmm.NoisyUnexplained, chmm.NoisyAftermath)
 	b.WriteString(conf.Markdown() + "\n")
 	b.WriteString("| run | arch | data set | recall | F1 | purity | truth | train bits | held-out bits | predicts next | surprises / misses | steps per used clone | full tokens | verdict |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -54,7 +54,8 @@ func TestProgressStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := rep.OtherReadout
-	fmt.Printf("verdict: %s (surprises %.2f%%, misses %.2f%%)\n", dg.Verdict.Text, 100*dg.Surprises, 100*dg.Misses)
+	fmt.Printf("verdict: %s (surprises %.2f%%, misses %.2f%%; surprised d steps after a miss %v: unexplained %.4f%%)\n",
+		dg.Verdict.Text, 100*dg.Surprises, 100*dg.Misses, dg.SurprisesAfterMiss, 100*dg.Unexplained())
 	fmt.Printf("%s (round %d, %.4f bits per step held out), %d states: %s F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f; %s F1 %.3f, purity %.3f\n",
 		st.FinalEM.Best, st.FinalEM.BestRound, st.FinalEM.BestBits, hmm.N(), rep.Decode, rep.ViterbiMap.F1, rep.ViterbiMap.Precision,
 		rep.ViterbiMap.Recall, rep.StatePlacePurity, rep.ActionAccuracy, o.Decode, o.ViterbiMapF1, o.StatePlacePurity)
