@@ -57,7 +57,7 @@ type Diagnosis struct {
 	// steps by how many steps after the last step the Viterbi path missed they come:
 	// element d for d steps (0: at a missed step), the last element for
 	// len(SurprisesAfterMiss)−1 or more, or no miss before in the walk. A misread
-	// surprises the forward pass at once and for a step or two after, until the next
+	// surprises the forward pass at once and for a few steps after, until the next
 	// tokens place it again; a clone that stands for several places surprises it
 	// wherever their futures part, misread or not (Judge: Unexplained).
 	SurprisesAfterMiss []int `json:"surprises_after_miss,omitempty"`
@@ -438,15 +438,16 @@ const (
 // (held-out 1.91 bits per step against 0.15 on the training walk).
 //
 // Maps read through a confusion matrix: a misread surprises the forward pass at the
-// step its Viterbi path misses and for a step or two after; a merged clone surprises
+// step its Viterbi path misses and for a few steps after; a merged clone surprises
 // it wherever its places' futures part. Measured (README, "Is the map resolved?"):
-// every resolved map had at most 0.16% of its steps surprised more than
+// every resolved map had at most 0.10% of its steps surprised more than
 // NoisyAftermath steps after its path's last miss (big_room from MNIST, whose tokens
-// misread 7.55% of its steps; the proxies 0.00%), and every map that merged places
-// at least 0.98% (tiled from MNIST, F1 0.58–0.64; the proxies, F1 0.15–0.93, and
-// big_room, F1 0.59, more). NoisyUnexplained lies between, a factor of 2.5 from
-// each. The earlier rule, Surprises − Misses above 0.2%, called the big_room map
-// merged: the gap grows with the misreads.
+// misread 7.55% of its steps; tiled 0.05–0.06%; the room proxy 0.00%), and every map
+// that merged places at least 0.25% (the tiled proxy with two classes behind one
+// token, F1 0.93 after 9 splits; tiled from MNIST, F1 0.58–0.64, 0.86–1.35%).
+// NoisyUnexplained lies between, a factor of 1.5–1.7 from each: thin at that edge.
+// The earlier rule, Surprises − Misses above 0.2%, called the big_room map merged:
+// that gap grows with the misreads.
 //
 // Exact tokens again: in a world with deterministic actions the forward pass of a
 // resolved map is surprised (the token seen had probability below ½) only while it
@@ -461,8 +462,8 @@ const (
 	ExactSurprises     = 3e-4 // LateSurprises above which a map of exact tokens is merged
 	NoisyDeterminism   = 0.75
 	NoisyStepsPerClone = 200
-	NoisyAftermath     = 2     // steps after a miss whose surprises the misread explains
-	NoisyUnexplained   = 0.004 // Unexplained above which a map read through C is merged
+	NoisyAftermath     = AfterMissBins - 2 // steps after a miss whose surprises misreads may explain: 6
+	NoisyUnexplained   = 0.0015            // Unexplained above which a map read through C is merged
 )
 
 // LateSurprises is the share of the training steps that surprise the map beyond the

@@ -221,10 +221,11 @@ func TestSurprisesAfterMiss(t *testing.T) {
 		t.Errorf("surprises after a miss %v, want %v", got, want)
 	}
 	// Unexplained: bins past NoisyAftermath, less LocaliseSurprises per walk, per step.
+	// NoisyAftermath is the last bin but one: only the last bin counts.
 	hist := make([]int, AfterMissBins)
-	hist[0], hist[NoisyAftermath], hist[NoisyAftermath+1], hist[AfterMissBins-1] = 500, 40, 30, 25
+	hist[0], hist[NoisyAftermath], hist[AfterMissBins-1] = 500, 40, 55
 	d := Diagnosis{Steps: 10000, Walks: 2, SurprisesAfterMiss: hist}
-	if got, want := d.Unexplained(), (30+25-2*LocaliseSurprises)/10000.0; math.Abs(got-want) > 1e-15 {
+	if got, want := d.Unexplained(), (55-2*LocaliseSurprises)/10000.0; NoisyAftermath != AfterMissBins-2 || math.Abs(got-want) > 1e-15 {
 		t.Errorf("Unexplained %g, want %g", got, want)
 	}
 	d.Walks = 6
