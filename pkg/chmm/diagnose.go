@@ -582,7 +582,7 @@ func mergedAdvice(noisy bool, splitsPast int) string {
 		return fmt.Sprintf("EM, restarts or another seed (over %.2f%% of the steps surprise the map beyond localising at the start of its walks: "+
 			"some clones stand for several places, told apart only by what comes next)", 100*ExactSurprises)
 	}
-	why := fmt.Sprintf("over %.1f%% of the steps surprise the map more than %d steps after its Viterbi path last missed, where misreads do not explain them: "+
+	why := fmt.Sprintf("over %.2f%% of the steps surprise the map more than %d steps after its Viterbi path last missed, where misreads do not explain them: "+
 		"its clones stand for several places, told apart only by what comes next", 100*NoisyUnexplained, NoisyAftermath)
 	if splitsPast == 0 {
 		return "more training per split round (EM iterations), more clones (splits) or more data (" + why + ")"

@@ -128,6 +128,9 @@ func TestJudge(t *testing.T) {
 	if v := merged.Judge(NoisyTokens); !strings.Contains(v.Text, "more clones (splits)") {
 		t.Errorf("merged, no split past it: %q, want more clones advised", v.Text)
 	}
+	if v := merged.Judge(NoisyTokens); !strings.Contains(v.Text, "over 0.15% of the steps surprise the map more than 6 steps after") {
+		t.Errorf("merged: %q, want the bar and the window named", v.Text)
+	}
 	merged.SplitsPast = 2
 	if v := merged.Judge(NoisyTokens); !slices.Equal(v.Problems, []string{ProblemMerged}) || strings.Contains(v.Text, "more clones (splits)") ||
 		!strings.Contains(v.Text, "another seed") || !strings.Contains(v.Text, "2 split round(s) past this map") {
