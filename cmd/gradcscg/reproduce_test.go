@@ -169,24 +169,23 @@ func TestReproduceSteps(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	name := "tiled_gradient_seed1_steps300000.json"
-	b, err := os.ReadFile(filepath.Join("..", "..", "results", "bigger", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "results", "archive", "tiled-150000", "bigger", "tiled_gradient_seed1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tiled_gradient_seed1_steps150000.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut := run(t, "reproduce", "--suite", "bigger", "--envs", "tiled", "--trainers", "gradient",
-		"--seeds", "1", "--steps", "300000", "--collect", "--out", out, "--quiet")
+		"--seeds", "1", "--steps", "150000", "--collect", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	md, err := os.ReadFile(filepath.Join(out, "bigger_steps300000.md"))
+	md, err := os.ReadFile(filepath.Join(out, "bigger_steps150000.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--steps 300000", "| tiled | gradient | 1 |"} {
+	for _, want := range []string{"--steps 150000", "| tiled | gradient | 1 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("table lacks %q:\n%s", want, md)
 		}

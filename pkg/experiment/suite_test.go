@@ -174,3 +174,42 @@ func TestSymbolicSuiteSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolicSuiteStaleReport: a stored report whose training walks are not the
+// suite's (tiled's report from when its reference walk was 150,000 steps) is left
+// out of the table with a line naming it, or re-run, never tabulated as the
+// reference's; one of the suite's data size is read.
+func TestSymbolicSuiteStaleReport(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "bigger")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyReport := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("..", "..", "results", from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyReport("archive/tiled-150000/bigger/tiled_gradient_seed1.json", "tiled_gradient_seed1.json")
+	copyReport("bigger/tiled_gradient_seed2.json", "tiled_gradient_seed2.json")
+	var log strings.Builder
+	suite := SymbolicSuite{Name: "bigger", Envs: []string{"tiled"}, Trainers: []string{"gradient"}, Seeds: 2, Out: out, Collect: true}
+	table, _, err := RunSymbolicSuite(suite, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "left out " + filepath.Join(dir, "tiled_gradient_seed1.json") + ": its training walks are 1 × 150000 steps, the suite's 1 × 300000"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+	if !strings.Contains(table, "| tiled | gradient | 1 |") {
+		t.Errorf("table should hold the one 300,000-step report:\n%s", table)
+	}
+	if _, err := readSuiteReport(filepath.Join(dir, "tiled_gradient_seed1.json"), "tiled", 150000); err != nil {
+		t.Errorf("read at --steps 150000: %v", err)
+	}
+}

@@ -110,11 +110,13 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 				path := suiteReportPath(dir, env, tr, seed, suffix)
 				var rep *evaluate.Report
 				if !s.Force {
-					r, err := evaluate.ReadJSON(path)
+					r, err := readSuiteReport(path, env, s.Steps)
 					switch {
 					case err == nil:
 						rep = r
 					case errors.Is(err, fs.ErrNotExist):
+					case s.Collect:
+						logf(log, "left out %s: %v\n", path, err)
 					default:
 						logf(log, "re-running %s: %v\n", path, err)
 					}
@@ -149,7 +151,7 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 			}
 		}
 	}
-	order, groups = suiteReports(dir, suffix, all, s.Seeds, order, groups)
+	order, groups = suiteReports(dir, suffix, s.Steps, all, s.Seeds, order, groups)
 	table = symbolicTable(s.Name, s.Steps, order, groups)
 	if s.Tables != "" {
 		root = s.Tables
@@ -165,6 +167,28 @@ func RunSymbolicSuite(s SymbolicSuite, log io.Writer) (table, path string, err e
 // <env>_<trainer>_seed<N><suffix>.json in dir (suffix: "" or _steps<Steps>).
 func suiteReportPath(dir, env, trainer string, seed int, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d%s.json", env, trainer, seed, suffix))
+}
+
+// readSuiteReport reads a suite's report of env and checks that its training walks
+// are the ones the suite asks for: steps each if steps > 0, else the environment's
+// reference data size, which may have changed since the report was written.
+func readSuiteReport(path, env string, steps int) (*evaluate.Report, error) {
+	r, err := evaluate.ReadJSON(path)
+	if err != nil || r.Training == nil {
+		return r, err
+	}
+	e, err := gridworld.Named(env)
+	if err != nil {
+		return nil, err
+	}
+	d := e.Defaults()
+	if steps > 0 {
+		d.Steps = steps
+	}
+	if r.Training.Episodes != d.Episodes || r.Training.Steps != d.Steps {
+		return nil, fmt.Errorf("its training walks are %d × %d steps, the suite's %d × %d", r.Training.Episodes, r.Training.Steps, d.Episodes, d.Steps)
+	}
+	return r, nil
 }
 
 // maxSuiteSteps bounds SymbolicSuite.Steps (the symbolic command's --steps bound).
@@ -210,7 +234,7 @@ func logf(log io.Writer, format string, args ...any) {
 // (names ending in suffix) that exist in dir for every environment of the suite and both
 // trainers, and returns the combined row order: the suite's environments first, then any
 // others already in order.
-func suiteReports(dir, suffix string, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
+func suiteReports(dir, suffix string, steps int, envs []string, seeds int, order []string, groups map[string][]*evaluate.Report) ([]string, map[string][]*evaluate.Report) {
 	var all []string
 	seen := map[string]bool{}
 	for _, env := range envs {
@@ -221,7 +245,7 @@ func suiteReports(dir, suffix string, envs []string, seeds int, order []string, 
 				continue // this invocation ran or read them
 			}
 			for seed := 1; seed <= seeds; seed++ {
-				r, err := evaluate.ReadJSON(suiteReportPath(dir, env, tr, seed, suffix))
+				r, err := readSuiteReport(suiteReportPath(dir, env, tr, seed, suffix), env, steps)
 				if err == nil {
 					groups[key] = append(groups[key], r)
 				}
