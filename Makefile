@@ -79,13 +79,12 @@ reproduce-cscg: build
 # verdict of each row. The same suite's
 # EM with the reference budgets, one start each, seed 1:
 # reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
-# tiled again with twice its data size (300,000 steps, what its verdict asks for where
-# 150,000 leave a map merged): results/bigger_steps300000.md.
+# tiled's walk is 300,000 steps, twice the first choice, what its verdict asked for where
+# 150,000 left gradient maps merged (results/archive/tiled-150000/).
 reproduce-bigger: build
 	$(BIN) reproduce --suite bigger --trainers em --seeds 3 --out results
 	$(BIN) reproduce --suite bigger --trainers gradient --seeds 10 --out results
 	$(BIN) reproduce --suite bigger --seeds 10 --collect --out results
-	$(BIN) reproduce --suite bigger --envs tiled --steps 300000 --seeds 3 --out results
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x
 # seeds 1-3, token quality on held-out test images and learning curves; writes results/vqvae.md
