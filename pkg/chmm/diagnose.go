@@ -236,7 +236,7 @@ func walkPaths(det []bool, pred []int, n int, walks []Sequence, paths [][]int) (
 			if det[r] {
 				detMoves++
 			}
-			if walks[q].Obs[t+1] != pred[r] {
+			if missedNext(pred, n, walks[q], path, t) {
 				missed++
 			}
 		}
@@ -244,18 +244,23 @@ func walkPaths(det []bool, pred []int, n int, walks []Sequence, paths [][]int) (
 	return visits, moves, detMoves, missed
 }
 
+// missedNext says whether walk w's token at t+1 is not the prediction of the row of its
+// path's state and action at t (rowPredictions).
+func missedNext(pred []int, n int, w Sequence, path []int, t int) bool {
+	return w.Obs[t+1] != pred[w.Actions[t]*n+path[t]]
+}
+
 // AfterMissBins is len(Diagnosis.SurprisesAfterMiss).
 const AfterMissBins = 8
 
 // afterMiss is Diagnosis.SurprisesAfterMiss: surprisedAt[q] are the surprised steps
-// of walk q (forwardStats), and a step t ≥ 1 is missed when its token is not pred of
-// the path's state and action at t−1 (rowPredictions).
+// of walk q (forwardStats), and a step t ≥ 1 is missed as missedNext says at t−1.
 func afterMiss(pred []int, n int, walks []Sequence, paths, surprisedAt [][]int) []int {
 	hist := make([]int, AfterMissBins)
 	for q, at := range surprisedAt {
 		last, next := -1, 0 // the last missed step up to t; the next surprised step
 		for t := 1; t < len(paths[q]) && next < len(at); t++ {
-			if walks[q].Obs[t] != pred[walks[q].Actions[t-1]*n+paths[q][t-1]] {
+			if missedNext(pred, n, walks[q], paths[q], t-1) {
 				last = t
 			}
 			if at[next] != t {
