@@ -29,7 +29,9 @@ var SymbolicSuites = map[string][]string{
 // SymbolicSuite is a grid of symbolic experiments (RunSymbolic with each environment's
 // defaults): Envs × Trainers × seeds 1..Seeds, one JSON report per run in
 // Out/<Name>/<env>_<trainer>_seed<N>.json and the table in Out/<Name>.md (or in
-// Tables). A run whose report exists is read, not re-run (unless Force); a run
+// Tables). A run whose report exists is read, not re-run (unless Force), if its
+// training walks are the suite's (readSuiteReport; else it is re-run, or left out of
+// a Collect with a line in the log); a run
 // interrupted goes on from its last split (Symbolic.Checkpoint:
 // <env>_<trainer>_seed<N>.ckpt beside the report, removed once it is written).
 type SymbolicSuite struct {
