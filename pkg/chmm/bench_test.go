@@ -109,17 +109,12 @@ func BenchmarkGradientLong(b *testing.B) {
 }
 
 // BenchmarkGradientKernels: the exact gradient (forward–backward and counts) with
-// the plain Go block kernels and, where the CPU has AVX-512, with the AVX-512 ones,
-// side by side, whichever the start-up timing chose (Kernels), at C = 15 and 30
-// clones per token (two_rooms shapes, 4 × 10,000 steps) and C = 70 (one
-// 50,000-step episode of the original CSCG's rectangular room). One worker, so the
-// numbers are CPU-seconds.
+// every block kernel set the CPU has (plain Go, AVX2, AVX-512) side by side, whichever
+// the start-up timing chose (Kernels), at C = 15 and 30 clones per token (two_rooms
+// shapes, 4 × 10,000 steps) and C = 70 (one 50,000-step episode of the original
+// CSCG's rectangular room). One worker, so the numbers are CPU-seconds.
 func BenchmarkGradientKernels(b *testing.B) {
-	defer setKernels(useAVX512)
-	sets := []bool{false}
-	if hasAVX512 {
-		sets = append(sets, true)
-	}
+	defer setKernels(inUse)
 	_, twoRoomsSeqs := walkData(99, twoRooms, 4, 10000)
 	_, rectSeqs := walkData(98, cscgRectangular, 1, 50000)
 	for _, c := range []struct {
@@ -127,13 +122,9 @@ func BenchmarkGradientKernels(b *testing.B) {
 		seqs           []Sequence
 	}{{15, 10, twoRoomsSeqs}, {30, 10, twoRoomsSeqs}, {70, 4, rectSeqs}} {
 		m := New(UniformClones(c.tokens, c.clones), 4, rand.New(rand.NewPCG(99, 2)))
-		for _, avx := range sets {
-			name := "go"
-			if avx {
-				name = "avx512"
-			}
-			b.Run(fmt.Sprintf("C=%d/%s", c.clones, name), func(b *testing.B) {
-				setKernels(avx)
+		for _, set := range availableKernels() {
+			b.Run(fmt.Sprintf("C=%d/%s", c.clones, set), func(b *testing.B) {
+				setKernels(set)
 				for b.Loop() {
 					if _, _, _, err := GradientWorkers(m, c.seqs, 1); err != nil {
 						b.Fatal(err)
@@ -144,15 +135,24 @@ func BenchmarkGradientKernels(b *testing.B) {
 	}
 }
 
-// BenchmarkConfusedEStep: one E-step on one 10,000-step two_rooms episode (N = 151, a
-// map after 50 EM iterations) on one goroutine: on hard tokens, and on the tokens
+// BenchmarkConfusedEStep: one E-step on one 10,000-step two_rooms episode (15 clones
+// per token, N = 151, and 48, N = 481, the width of tiled's pixel maps; a map after 50
+// EM iterations) on one goroutine: on hard tokens, and on the tokens
 // misread with probability 0.04 (to one of two fixed other tokens) through that
 // confusion matrix (3 candidates per step on average), without and with the beam.
 // nats/step is −ℓ/T, the beam's being that of the model with the dropped candidates
-// removed (a bound on what the beam costs the likelihood).
+// removed (a bound on what the beam costs the likelihood). Every block kernel set
+// the CPU has, side by side.
 func BenchmarkConfusedEStep(b *testing.B) {
+	defer setKernels(inUse)
+	for _, clones := range []int{15, 48} {
+		b.Run(fmt.Sprintf("C=%d", clones), func(b *testing.B) { benchConfusedEStep(b, clones) })
+	}
+}
+
+func benchConfusedEStep(b *testing.B, clones int) {
 	_, seqs := walkData(99, twoRooms, 1, 10000)
-	m := New(UniformClones(10, 15), 4, rand.New(rand.NewPCG(99, 2)))
+	m := New(UniformClones(10, clones), 4, rand.New(rand.NewPCG(99, 2)))
 	if _, err := TrainEM(m, seqs, EMConfig{MaxIters: 50, Pseudocount: 2e-3, Tol: -1}); err != nil {
 		b.Fatal(err)
 	}
@@ -178,19 +178,22 @@ func BenchmarkConfusedEStep(b *testing.B) {
 		beam float64
 		seq  Sequence
 	}{{"hard", nil, 0, seqs[0]}, {"confused", conf, 0, noisy}, {"confused_beam1e-6", conf, 1e-6, noisy}, {"confused_beam1e-4", conf, 1e-4, noisy}, {"confused_beam1e-3", conf, 1e-3, noisy}} {
-		b.Run(c.name, func(b *testing.B) {
-			p := newParams(m)
-			p.setConfusion(c.conf, c.beam)
-			es := newEstepper(p, 1, 1)
-			var acc *accum
-			for b.Loop() {
-				var err error
-				if acc, err = es.run(p, []Sequence{c.seq}); err != nil {
-					b.Fatal(err)
+		for _, set := range availableKernels() {
+			b.Run(c.name+"/"+set.String(), func(b *testing.B) {
+				setKernels(set)
+				p := newParams(m)
+				p.setConfusion(c.conf, c.beam)
+				es := newEstepper(p, 1, 1)
+				var acc *accum
+				for b.Loop() {
+					var err error
+					if acc, err = es.run(p, []Sequence{c.seq}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(-acc.ll/float64(acc.steps), "nats/step")
-		})
+				b.ReportMetric(-acc.ll/float64(acc.steps), "nats/step")
+			})
+		}
 	}
 }
 

@@ -7,18 +7,27 @@ package chmm
 // time at C = 15 and 70; BenchmarkKernels).
 
 // The package-level names (vecMat, matVec, matVecCount, addCounts) are set in
-// kernels_avx512.go and kernels_generic.go: the AVX-512 versions where the build has
-// GOEXPERIMENT=simd on amd64, the CPU has AVX-512 and they timed fast enough at
-// start-up (Kernels), else the plain Go ones below. Both compute the same sums in a
+// kernels_simd.go and kernels_generic.go: the AVX-512 or AVX2 versions where the build
+// has GOEXPERIMENT=simd on amd64, the CPU has them and they timed fast enough at
+// start-up (Kernels), else the plain Go ones below. All compute the same sums in a
 // different order (results agree to rounding).
 
-// kernelName names the block kernels in use.
-func kernelName() string {
-	if useAVX512 {
-		return "avx512"
-	}
-	return "go"
+// kernelSet is one set of block kernels.
+type kernelSet int
+
+const (
+	kernelsGo kernelSet = iota
+	kernelsAVX2
+	kernelsAVX512
+)
+
+// String names the set: "go", "avx2" or "avx512".
+func (s kernelSet) String() string {
+	return [...]string{"go", "avx2", "avx512"}[s]
 }
+
+// kernelName names the block kernels in use.
+func kernelName() string { return inUse.String() }
 
 // vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).

@@ -2,90 +2,10 @@
 
 package chmm
 
-import (
-	"fmt"
-	"simd/archsimd"
-	"time"
-)
+import "simd/archsimd"
 
 // The block kernels of kernels.go with 8-wide float64 fused multiply-adds
-// (AVX-512). They are chosen at start-up where the CPU has AVX-512 and, timed on
-// a 32 × 32 block, they are not slower than the plain Go ones by more than
-// maxAVX512Ratio: on one 2-core virtual machine whose CPU reports AVX-512 every
-// call cost about 2 µs more (10× the plain Go time on the timing block, 2.5–3.7× on
-// the exact gradient), where elsewhere they make the exact gradient 1.5–2.5× faster
-// (BenchmarkGradientKernels).
-var (
-	vecMat      = vecMatGo
-	matVec      = matVecGo
-	matVecCount = matVecCountGo
-	addCounts   = addCountsGo
-	hasAVX512   = archsimd.X86.AVX512()
-	useAVX512   bool
-	avx512Ratio float64 // AVX-512 time / plain Go time at start-up (0: not timed)
-)
-
-// maxAVX512Ratio is the largest AVX-512 / plain Go time ratio at which the AVX-512
-// kernels are used. It lies far from both cases seen (AVX-512 about twice as fast on
-// the exact gradient, and 10× slower on the timing block), so
-// that noise does not flip the choice between processes on one machine.
-const maxAVX512Ratio = 1.25
-
-func init() {
-	if hasAVX512 {
-		avx512Ratio = float64(timeKernels(true)) / float64(timeKernels(false))
-		useAVX512 = avx512Ratio <= maxAVX512Ratio
-	}
-	setKernels(useAVX512)
-}
-
-// setKernels puts the AVX-512 (avx) or the plain Go block kernels in use.
-func setKernels(avx bool) {
-	vecMat, matVec, matVecCount, addCounts = vecMatGo, matVecGo, matVecCountGo, addCountsGo
-	if avx {
-		vecMat, matVec, matVecCount, addCounts = vecMatAVX512, matVecAVX512, matVecCountAVX512, addCountsAVX512
-	}
-}
-
-// timeKernels puts the AVX-512 (avx) or the plain Go block kernels in use and returns
-// the least time of 5 rounds of 50 calls of each on a 32 × 32 block (about 1 ms in all
-// where AVX-512 is fast).
-func timeKernels(avx bool) time.Duration {
-	setKernels(avx)
-	const c, stride = 32, 4 * 32
-	mat, counts := make([]float64, c*stride), make([]float64, c*stride)
-	for i := range mat {
-		mat[i] = float64(i%13+1) / 16
-	}
-	v, w, out := make([]float64, c), make([]float64, c), make([]float64, c)
-	for i := range v {
-		v[i], w[i] = 0.25, 0.5
-	}
-	best := time.Duration(1 << 62)
-	for range 5 {
-		t0 := time.Now()
-		for range 50 {
-			clear(out)
-			vecMat(out, v, mat, stride)
-			matVec(out, v, mat, stride)
-			matVecCount(out, v, mat, stride, w, counts)
-			addCounts(w, v, mat, stride, counts)
-		}
-		best = min(best, max(time.Since(t0), time.Nanosecond))
-	}
-	return best
-}
-
-// Kernels says which block kernels are in use, and why.
-func Kernels() string {
-	switch {
-	case useAVX512:
-		return fmt.Sprintf("AVX-512 (%.2f× the plain Go time at start-up)", avx512Ratio)
-	case hasAVX512:
-		return fmt.Sprintf("plain Go (the CPU has AVX-512, but it took %.1f× the plain Go time at start-up)", avx512Ratio)
-	}
-	return "plain Go (no AVX-512)"
-}
+// (AVX-512). kernels_simd.go chooses them at start-up.
 
 // minAVX512Cols is the block width below which the plain Go kernels are faster
 // (the 8-wide part is too short to pay for the scalar tail and the lane sums;

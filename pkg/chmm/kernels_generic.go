@@ -8,13 +8,14 @@ var (
 	matVec      = matVecGo
 	matVecCount = matVecCountGo
 	addCounts   = addCountsGo
+	inUse       = kernelsGo
 )
 
-// The AVX-512 kernels need GOEXPERIMENT=simd on amd64.
-const hasAVX512, useAVX512 = false, false
-
 // setKernels keeps the plain Go kernels (there are no others in this build).
-func setKernels(bool) {}
+func setKernels(kernelSet) {}
+
+// availableKernels are the sets this build can run: plain Go.
+func availableKernels() []kernelSet { return []kernelSet{kernelsGo} }
 
 // Kernels says which block kernels are in use, and why.
 func Kernels() string { return "plain Go (built without GOEXPERIMENT=simd on amd64)" }

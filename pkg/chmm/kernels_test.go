@@ -31,8 +31,12 @@ func vecMat1(dst, coef, mat []float64, stride int) {
 	}
 }
 
+// BenchmarkKernels: each block kernel on a C × C block, with every kernel set the
+// CPU has side by side (go, avx2, avx512), and the plain Go kernels one row at a time
+// (go1row), the unrolling's baseline.
 func BenchmarkKernels(b *testing.B) {
-	for _, c := range []int{15, 24, 70} {
+	defer setKernels(inUse)
+	for _, c := range []int{8, 15, 24, 32, 51, 70} {
 		stride := 4 * c
 		mat := make([]float64, c*stride)
 		counts := make([]float64, c*stride)
@@ -45,62 +49,46 @@ func BenchmarkKernels(b *testing.B) {
 		for i := range v {
 			v[i], w[i] = 0.3, 0.7
 		}
-		b.Run(fmt.Sprintf("vecMat/%s/C=%d", kernelName(), c), func(b *testing.B) {
-			for b.Loop() {
-				vecMat(out, v, mat, stride)
-			}
-		})
-		b.Run(fmt.Sprintf("vecMat4/C=%d", c), func(b *testing.B) {
-			for b.Loop() {
-				vecMatGo(out, v, mat, stride)
-			}
-		})
-		b.Run(fmt.Sprintf("vecMat1/C=%d", c), func(b *testing.B) {
+		for _, set := range availableKernels() {
+			setKernels(set)
+			vm, mv, mvc, ac := vecMat, matVec, matVecCount, addCounts
+			b.Run(fmt.Sprintf("vecMat/C=%d/%s", c, set), func(b *testing.B) {
+				for b.Loop() {
+					vm(out, v, mat, stride)
+				}
+			})
+			b.Run(fmt.Sprintf("matVec/C=%d/%s", c, set), func(b *testing.B) {
+				for b.Loop() {
+					mv(out, v, mat, stride)
+				}
+			})
+			b.Run(fmt.Sprintf("matVecCount/C=%d/%s", c, set), func(b *testing.B) {
+				for b.Loop() {
+					mvc(out, v, mat, stride, w, counts)
+				}
+			})
+			b.Run(fmt.Sprintf("addCounts/C=%d/%s", c, set), func(b *testing.B) {
+				for b.Loop() {
+					ac(w, v, mat, stride, counts)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("vecMat/C=%d/go1row", c), func(b *testing.B) {
 			for b.Loop() {
 				vecMat1(out, v, mat, stride)
 			}
 		})
-		b.Run(fmt.Sprintf("matVecCount/%s/C=%d", kernelName(), c), func(b *testing.B) {
-			for b.Loop() {
-				matVecCount(out, v, mat, stride, w, counts)
-			}
-		})
-		b.Run(fmt.Sprintf("matVecCount2/C=%d", c), func(b *testing.B) {
-			for b.Loop() {
-				matVecCountGo(out, v, mat, stride, w, counts)
-			}
-		})
-		b.Run(fmt.Sprintf("matVecCount1/C=%d", c), func(b *testing.B) {
+		b.Run(fmt.Sprintf("matVecCount/C=%d/go1row", c), func(b *testing.B) {
 			for b.Loop() {
 				matVecCount1(out, v, mat, stride, w, counts)
-			}
-		})
-		b.Run(fmt.Sprintf("matVec/%s/C=%d", kernelName(), c), func(b *testing.B) {
-			for b.Loop() {
-				matVec(out, v, mat, stride)
-			}
-		})
-		b.Run(fmt.Sprintf("matVec4/C=%d", c), func(b *testing.B) {
-			for b.Loop() {
-				matVecGo(out, v, mat, stride)
-			}
-		})
-		b.Run(fmt.Sprintf("addCounts/%s/C=%d", kernelName(), c), func(b *testing.B) {
-			for b.Loop() {
-				addCounts(w, v, mat, stride, counts)
-			}
-		})
-		b.Run(fmt.Sprintf("addCounts2/C=%d", c), func(b *testing.B) {
-			for b.Loop() {
-				addCountsGo(w, v, mat, stride, counts)
 			}
 		})
 	}
 }
 
 func TestKernels(t *testing.T) {
-	// Every kernel (the plain Go ones and those in use, AVX-512 where the build
-	// and CPU have it) against the plain double loop, for row and column
+	// Every kernel (the plain Go ones and those in use, AVX2 or AVX-512 where the
+	// build and CPU have them) against the plain double loop, for row and column
 	// counts that exercise the unrolled parts, the 8-wide vectors and the tails.
 	t.Logf("kernels in use: %s", kernelName())
 	type kernels struct {
