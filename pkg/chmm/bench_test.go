@@ -145,7 +145,7 @@ func BenchmarkGradientKernels(b *testing.B) {
 // the CPU has, side by side.
 func BenchmarkConfusedEStep(b *testing.B) {
 	defer setKernels(inUse)
-	for _, clones := range []int{15, 48} {
+	for _, clones := range []int{15, 30, 48} {
 		b.Run(fmt.Sprintf("C=%d", clones), func(b *testing.B) { benchConfusedEStep(b, clones) })
 	}
 }

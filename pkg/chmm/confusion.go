@@ -232,7 +232,8 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 	}
 }
 
-// expectConf is expect under p's candidates. With β̂_T = 1,
+// expectConf is expect under p's candidates (its counts, too, grouped by block
+// where the matrices are large). With β̂_T = 1,
 //
 //	b_{t+1}(j) = C[ω(j)][o_{t+1}] β̂_{t+1}(j) / c_{t+1}
 //	β̂_t(i)     = Σ_j T[a_t,i,j] b_{t+1}(j),   ξ_t(i,j) = α̂_t(i) T[a_t,i,j] b_{t+1}(j),
@@ -272,6 +273,11 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 			acc.conf[c.k*kk+obs[t]] += g
 		}
 	}
+	grouped := p.groupCounts()
+	if grouped {
+		w.betaAll = grow(w.betaAll, len(w.alpha))
+		w.terms = w.terms[:0]
+	}
 	for t := last - 1; t >= 0; t-- {
 		addConf(t+1, b)
 		inv := 1 / w.scale[t+1]
@@ -280,6 +286,9 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 			for j := range b[c.off : c.off+p.size[c.k]] {
 				b[c.off+j] *= f
 			}
+		}
+		if grouped {
+			copy(w.betaAll[w.off[t+1]:w.off[t+2]], b)
 		}
 		cur := w.alpha[w.off[t]:w.off[t+1]]
 		nb := w.prev[:p.active[obs[t]]]
@@ -297,7 +306,12 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 					continue
 				}
 				off, _, _ := p.block(acts[t], src.k, dst.k)
-				matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
+				if grouped {
+					matVec(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n)
+					w.terms = append(w.terms, countTerm{block: (acts[t]*kk+src.k)*kk + dst.k, ai: w.off[t] + src.off, bi: w.off[t+1] + dst.off})
+				} else {
+					matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
+				}
 				for i, v := range tmp {
 					out[i] += v
 				}
@@ -305,6 +319,9 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 		}
 		w.beta, w.prev = w.prev, w.beta
 		b = nb
+	}
+	if grouped {
+		p.addCountTerms(w, acc.counts)
 	}
 	addConf(0, b)
 	a1 := w.alpha[w.off[0]:w.off[1]]

@@ -443,3 +443,54 @@ func throughGob[T any](t *testing.T, v *T) *T {
 	}
 	return out
 }
+
+// TestGroupedCounts: the E-step's counts grouped by block after the backward pass
+// (groupCountsAbove, taken here whatever the size) are those added step by step: the
+// brute-force tests pass on that path too, and on a map with many blocks and long
+// walks the two paths agree to rounding, hard and through a confusion matrix.
+func TestGroupedCounts(t *testing.T) {
+	defer func(v int) { groupCountsAbove = v }(groupCountsAbove)
+	groupCountsAbove = 0
+	t.Run("ExpectedCountsBruteForce", TestExpectedCountsBruteForce)
+	t.Run("ConfusedCountsBruteForce", TestConfusedCountsBruteForce)
+	t.Run("ConfusedBeamBruteForce", TestConfusedBeamBruteForce)
+
+	rng := rand.New(rand.NewPCG(31, 1))
+	m := randomModel(rng, []int{4, 6, 5}, 4, 1, false)
+	seqs := []Sequence{randomSeq(rng, 3, 4, 700), randomSeq(rng, 3, 4, 300)}
+	for _, conf := range [][][]float64{nil, testConfusion} {
+		var got [2]*accum
+		for i, at := range []int{1 << 62, 0} {
+			groupCountsAbove = at
+			p := newParams(m)
+			p.setConfusion(conf, 0)
+			if grouped := p.groupCounts(); grouped != (at == 0) {
+				t.Fatalf("groupCounts() = %v at %d", grouped, at)
+			}
+			acc, err := newEstepper(p, 2, len(seqs)).run(p, seqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = acc
+		}
+		var tot float64
+		for _, v := range got[0].counts {
+			tot += v
+		}
+		if tot < 900 {
+			t.Fatalf("counts sum to %v over 998 transitions", tot)
+		}
+		if d := maxAbsDiff(got[0].counts, got[1].counts); d > 1e-12*tot {
+			t.Errorf("confusion %v: grouped counts differ by %v", conf != nil, d)
+		}
+		if d := maxAbsDiff(got[0].gamma1, got[1].gamma1); d > 1e-12 {
+			t.Errorf("confusion %v: γ_1 differs by %v", conf != nil, d)
+		}
+		if d := maxAbsDiff(got[0].conf, got[1].conf); d > 1e-9 {
+			t.Errorf("confusion %v: the confusion counts differ by %v", conf != nil, d)
+		}
+		if got[0].ll != got[1].ll {
+			t.Errorf("confusion %v: ℓ %v and %v", conf != nil, got[0].ll, got[1].ll)
+		}
+	}
+}
