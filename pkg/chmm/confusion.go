@@ -276,7 +276,7 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 	grouped := p.groupCounts()
 	if grouped {
 		w.betaAll = grow(w.betaAll, len(w.alpha))
-		w.terms = w.terms[:0]
+		w.counts.terms = w.counts.terms[:0]
 	}
 	for t := last - 1; t >= 0; t-- {
 		addConf(t+1, b)
@@ -308,7 +308,7 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 				off, _, _ := p.block(acts[t], src.k, dst.k)
 				if grouped {
 					matVec(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n)
-					w.terms = append(w.terms, countTerm{block: (acts[t]*kk+src.k)*kk + dst.k, ai: w.off[t] + src.off, bi: w.off[t+1] + dst.off})
+					w.counts.terms = append(w.counts.terms, countTerm{block: (acts[t]*kk+src.k)*kk + dst.k, ai: w.off[t] + src.off, bi: w.off[t+1] + dst.off})
 				} else {
 					matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
 				}
@@ -321,7 +321,7 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 		b = nb
 	}
 	if grouped {
-		p.addCountTerms(w, acc.counts)
+		w.counts.add(p, w.alpha, w.betaAll, acc.counts)
 	}
 	addConf(0, b)
 	a1 := w.alpha[w.off[0]:w.off[1]]

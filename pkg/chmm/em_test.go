@@ -457,8 +457,13 @@ func TestGroupedCounts(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(31, 1))
 	m := randomModel(rng, []int{4, 6, 5}, 4, 1, false)
-	seqs := []Sequence{randomSeq(rng, 3, 4, 700), randomSeq(rng, 3, 4, 300)}
-	for _, conf := range [][][]float64{nil, testConfusion} {
+	two := []Sequence{randomSeq(rng, 3, 4, 700), randomSeq(rng, 3, 4, 300)}
+	one := []Sequence{randomSeq(rng, 3, 4, 2*minSplitLen)} // expectSplit: one walk, two workers
+	for _, c := range []struct {
+		seqs []Sequence
+		conf [][]float64
+	}{{two, nil}, {two, testConfusion}, {one, nil}} {
+		seqs, conf := c.seqs, c.conf
 		var got [2]*accum
 		for i, at := range []int{1 << 62, 0} {
 			groupCountsAbove = at
@@ -477,8 +482,8 @@ func TestGroupedCounts(t *testing.T) {
 		for _, v := range got[0].counts {
 			tot += v
 		}
-		if tot < 900 {
-			t.Fatalf("counts sum to %v over 998 transitions", tot)
+		if want := float64(len(seqs[0].Obs) + len(seqs[len(seqs)-1].Obs) - 2); len(seqs) == 2 && math.Abs(tot-want) > 1e-9*want || len(seqs) == 1 && math.Abs(tot-float64(len(seqs[0].Obs)-1)) > 1e-6 {
+			t.Fatalf("counts sum to %v over %d walks", tot, len(seqs))
 		}
 		if d := maxAbsDiff(got[0].counts, got[1].counts); d > 1e-12*tot {
 			t.Errorf("confusion %v: grouped counts differ by %v", conf != nil, d)

@@ -65,12 +65,10 @@ type fbWork struct {
 	beta  []float64 // β̂_{t+1} / c_{t+1} (max C)
 	prev  []float64 // β̂_t being built (max C)
 
-	betaAll []float64   // expectSplit: β̃_t for all t; expect, expectConf: b_t (below); laid out like alpha
-	terms   []countTerm // expect, expectConf: the steps' count terms (addCountTerms)
-	sorted  []countTerm // the terms grouped by block
-	bucket  []int       // terms per block, then where each block's terms start
-	tmp     []float64   // expectConf: one block's β̂ (max C)
-	live    []bool      // under a confusion matrix: candidate kept at step t, live[coff[t]+c]
+	betaAll []float64  // expectSplit: β̃_t for all t; expect, expectConf: b_t (below); laid out like alpha
+	counts  countTerms // expect, expectConf: the steps' count terms, where grouped
+	tmp     []float64  // expectConf: one block's β̂ (max C)
+	live    []bool     // under a confusion matrix: candidate kept at step t, live[coff[t]+c]
 	coff    []int
 	mass    []float64 // forwardConf: the mass each candidate of the next step receives
 }
@@ -200,7 +198,7 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 	grouped := p.groupCounts()
 	if grouped {
 		w.betaAll = grow(w.betaAll, len(w.alpha))
-		w.terms = w.terms[:0]
+		w.counts.terms = w.counts.terms[:0]
 	}
 	b := w.beta[:p.size[obs[last]]]
 	for j := range b {
@@ -223,7 +221,7 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 		if grouped {
 			copy(w.betaAll[w.off[t+1]:], b)
 			matVec(nb, b, p.trans[off:], p.n)
-			w.terms = append(w.terms, countTerm{block: (acts[t]*k+obs[t])*k + obs[t+1], ai: w.off[t], bi: w.off[t+1]})
+			w.counts.terms = append(w.counts.terms, countTerm{block: (acts[t]*k+obs[t])*k + obs[t+1], ai: w.off[t], bi: w.off[t+1]})
 		} else {
 			matVecCount(nb, b, p.trans[off:], p.n, cur, acc.counts[off:])
 		}
@@ -231,7 +229,7 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 		b = nb
 	}
 	if grouped {
-		p.addCountTerms(w, acc.counts)
+		w.counts.add(p, w.alpha, w.betaAll, acc.counts)
 	}
 	a1 := w.alpha[w.off[0]:w.off[1]]
 	f := p.first[obs[0]]
@@ -245,7 +243,7 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 }
 
 // groupCountsAbove is the size of T (A·N·N entries) from which the E-step adds its
-// counts grouped by block after the backward pass (addCountTerms) instead of step by
+// counts grouped by block after the backward pass (countTerms.add) instead of step by
 // step during it. BenchmarkConfusedEStep (10 tokens, one 10,000-step walk, on a
 // 2-core AMD machine): at N = 481 (925,000 entries, 7.4 MB) grouping took 0.77× the
 // time through a confusion matrix; at N = 301 (362,000 entries) 1.1–1.6×, and at N =
@@ -257,34 +255,41 @@ func (p *params) groupCounts() bool { return p.a*p.n*p.n >= groupCountsAbove }
 
 // countTerm is one step's part of the expected counts, ξ_t(i, j) = α̂_t(i) T[a,i,j]
 // b(j) over one block (a, src, dst): block = (a·K + src)·K + dst, and α̂_t's and b's
-// clones of the block start at w.alpha[ai] and w.betaAll[bi].
+// clones of the block start at alpha[ai] and b[bi] (laid out like fbWork.alpha).
 type countTerm struct{ block, ai, bi int }
 
-// addCountTerms adds w.terms to counts grouped by block (a counting sort), so that
-// each block of T and of the counts stays in cache while its steps are added. In
-// time order the blocks come from all over the A·N·N matrices and the counts'
+// countTerms collects a pass's count terms and adds them grouped by block.
+type countTerms struct {
+	terms  []countTerm
+	sorted []countTerm // the terms grouped by block
+	bucket []int       // terms per block, then where each block's terms start
+}
+
+// add adds the terms to counts grouped by block (a counting sort), so that each
+// block of T and of the counts stays in cache while its steps are added. In time
+// order the blocks come from all over the A·N·N matrices and the counts'
 // read–modify–write dominates the E-step: 8× the time of the same update to a block
 // in cache (48 × 48 blocks of a 480-state map), against 1.5× for a read-only pass.
-func (p *params) addCountTerms(w *fbWork, counts []float64) {
+func (c *countTerms) add(p *params, alpha, b, counts []float64) {
 	k := len(p.size)
 	nb := p.a * k * k
-	w.bucket = grow(w.bucket, nb+1)
-	clear(w.bucket)
-	for _, c := range w.terms {
-		w.bucket[c.block+1]++
+	c.bucket = grow(c.bucket, nb+1)
+	clear(c.bucket)
+	for _, t := range c.terms {
+		c.bucket[t.block+1]++
 	}
 	for i := 1; i <= nb; i++ {
-		w.bucket[i] += w.bucket[i-1]
+		c.bucket[i] += c.bucket[i-1]
 	}
-	w.sorted = grow(w.sorted, len(w.terms))
-	for _, c := range w.terms {
-		w.sorted[w.bucket[c.block]] = c
-		w.bucket[c.block]++
+	c.sorted = grow(c.sorted, len(c.terms))
+	for _, t := range c.terms {
+		c.sorted[c.bucket[t.block]] = t
+		c.bucket[t.block]++
 	}
-	for _, c := range w.sorted {
-		a, src, dst := c.block/(k*k), c.block/k%k, c.block%k
+	for _, t := range c.sorted {
+		a, src, dst := t.block/(k*k), t.block/k%k, t.block%k
 		off, rows, cols := p.block(a, src, dst)
-		addCounts(w.alpha[c.ai:c.ai+rows], w.betaAll[c.bi:c.bi+cols], p.trans[off:], p.n, counts[off:])
+		addCounts(alpha[t.ai:t.ai+rows], b[t.bi:t.bi+cols], p.trans[off:], p.n, counts[off:])
 	}
 }
 
@@ -430,7 +435,8 @@ const (
 //
 //	ξ_t(i,j) = α̂_t(i) T[a_t,i,j] β̃_{t+1}(j) / Z_t,  Z_t = c_{t+1} Σ_j α̂_{t+1}(j) β̃_{t+1}(j).
 //
-// ℓ, γ_1 and the counts of segment 0 go to accs[0].
+// Where the matrices are large each segment adds its steps grouped by block
+// (groupCounts). ℓ, γ_1 and the counts of segment 0 go to accs[0].
 func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, ok bool) {
 	w.reset(p, seq)
 	obs, acts := seq.Obs, seq.Actions
@@ -468,7 +474,8 @@ func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, 
 	if !ok {
 		return step, false
 	}
-	// Counts over time segments.
+	// Counts over time segments, grouped by block in each where the matrices are large.
+	grouped := p.groupCounts()
 	nseg := len(accs)
 	per := (tt - 1 + nseg - 1) / nseg
 	var cw sync.WaitGroup
@@ -482,6 +489,8 @@ func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, 
 			defer cw.Done()
 			counts := accs[g].counts
 			b := make([]float64, p.maxC)
+			var terms countTerms
+			k := len(p.size)
 			for t := lo; t < hi; t++ {
 				an := w.alpha[w.off[t+1]:w.off[t+2]]
 				bn := w.betaAll[w.off[t+1]:w.off[t+2]]
@@ -490,6 +499,13 @@ func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, 
 					z += v * bn[j]
 				}
 				z *= w.scale[t+1]
+				if grouped { // β̃_{t+1} is read by no other step: scale it in place
+					for j := range bn {
+						bn[j] /= z
+					}
+					terms.terms = append(terms.terms, countTerm{block: (acts[t]*k+obs[t])*k + obs[t+1], ai: w.off[t], bi: w.off[t+1]})
+					continue
+				}
 				bb := b[:len(bn)]
 				for j, v := range bn {
 					bb[j] = v / z
@@ -497,6 +513,9 @@ func (p *params) expectSplit(seq Sequence, w *fbWork, accs []*accum) (step int, 
 				cur := w.alpha[w.off[t]:w.off[t+1]]
 				off, _, _ := p.block(acts[t], obs[t], obs[t+1])
 				addCounts(cur, bb, p.trans[off:], p.n, counts[off:])
+			}
+			if grouped {
+				terms.add(p, w.alpha, w.betaAll, counts)
 			}
 		}()
 	}
