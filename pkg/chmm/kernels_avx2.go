@@ -11,7 +11,7 @@ import "simd/archsimd"
 // clear the vector registers' upper halves after 256-bit code (VZEROUPPER). On the AMD
 // machine these were written on, an SSE instruction run while those halves are dirty
 // cost about 100 ns: the first version, which let the scalar tails and lane sums follow
-// the vector loops directly, took 3–60× the plain Go time (BenchmarkKernels). So
+// the vector loops directly, took 1.3–65× the plain Go time (BenchmarkKernels). So
 // each row group runs its vector part, parks the lane sums in memory, clears the upper
 // halves (archsimd.ClearAVXUpperBits) and only then does scalar work, re-reading what
 // it needs from memory so that no scalar is kept in a register across vector code.
