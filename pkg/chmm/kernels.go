@@ -29,6 +29,10 @@ func (s kernelSet) String() string {
 // kernelName names the block kernels in use.
 func kernelName() string { return inUse.String() }
 
+// KernelSet names the block kernels in use: "go", "avx2" or "avx512" (Kernels says
+// why). The sums of the recursions depend on it, to rounding.
+func KernelSet() string { return inUse.String() }
+
 // vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).
 func vecMatGo(dst, coef, mat []float64, stride int) {

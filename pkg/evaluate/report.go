@@ -73,8 +73,9 @@ type Report struct {
 	Seconds map[string]float64 `json:"seconds"`
 
 	// Extras.
-	Backend            string  `json:"backend"` // set by caller
-	Steps              int     `json:"steps"`   // T of the held-out episode
+	Backend            string  `json:"backend"`               // set by caller
+	HMMKernels         string  `json:"hmm_kernels,omitempty"` // set by caller: the cloned HMM's block kernels (chmm.KernelSet), "A then B" across sessions
+	Steps              int     `json:"steps"`                 // T of the held-out episode
 	NumPlaces          int     `json:"num_places"`
 	VisitedPlaces      int     `json:"visited_places"`
 	VisitedStates      int     `json:"visited_states"`
@@ -232,6 +233,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.Backend != "" {
 		row("backend", "%s", r.Backend)
+	}
+	if r.HMMKernels != "" {
+		row("HMM kernels", "%s", r.HMMKernels)
 	}
 	if o := r.OtherReadout; o != nil {
 		row(o.Decode+" read-out", "map P %.3f  R %.3f  F1 %.3f, state->place purity %.4f, action accuracy %.4f",

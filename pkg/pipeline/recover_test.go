@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
@@ -52,6 +53,9 @@ func TestCISizedAliasedRecoversMapEM(t *testing.T) {
 		t.Logf("%s read-out: %+v", o.Decode, *o)
 	}
 	checkRecovered(t, rep, start)
+	if rep.HMMKernels != chmm.KernelSet() {
+		t.Errorf("report's HMM kernels %q, in use %q", rep.HMMKernels, chmm.KernelSet())
+	}
 	if v := rep.Diagnosis.Verdict; !v.Resolved {
 		t.Errorf("the recovered map's verdict: %s", v.Text)
 	}

@@ -143,6 +143,30 @@ type runState struct {
 	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
 	// on, in order.
 	Backends []string
+	// HMMKernels are the cloned HMM's block kernels (chmm.KernelSet) the run's sessions
+	// ran with, in order: the finalisation's sums depend on them, to rounding, so a run
+	// resumed on another CPU is not byte-identical. "unrecorded" stands for the sessions
+	// of a run begun before they were recorded.
+	HMMKernels []string
+}
+
+// recordSession adds this session's backend label and HMM kernel set to st, where
+// they are new; a run past its start that has none recorded began before they were
+// recorded.
+func (st *runState) recordSession(label, kernels string) {
+	begun := st.Phase != PhaseWarmup || st.Warmup != ""
+	if len(st.Backends) == 0 && begun {
+		st.Backends = []string{"go:ops_sequential"} // the only backend before they were recorded
+	}
+	if !slices.Contains(st.Backends, label) {
+		st.Backends = append(st.Backends, label)
+	}
+	if len(st.HMMKernels) == 0 && begun {
+		st.HMMKernels = []string{"unrecorded"}
+	}
+	if !slices.Contains(st.HMMKernels, kernels) {
+		st.HMMKernels = append(st.HMMKernels, kernels)
+	}
 }
 
 // finalEMState is what FinalEM carries from one split round to the next, so that a
@@ -347,12 +371,7 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 		fmt.Fprintf(progressOut, "run directory %s, backend %s\n", dir, label)
 	}
 	r := &runner{ctx: ctx, dir: dir, cfg: cfg, st: st, out: progressOut, backend: backend}
-	if len(st.Backends) == 0 && (st.Phase != PhaseWarmup || st.Warmup != "") {
-		st.Backends = []string{"go:ops_sequential"} // the only backend before they were recorded
-	}
-	if !slices.Contains(st.Backends, label) {
-		st.Backends = append(st.Backends, label)
-	}
+	st.recordSession(label, chmm.KernelSet())
 	if r.d, err = loadData(cfg); err != nil {
 		return nil, err
 	}
@@ -2059,6 +2078,7 @@ func (r *runner) evaluate() error {
 	}
 	rep.Seconds["total"] = total
 	rep.Backend = strings.Join(r.st.Backends, " then ")
+	rep.HMMKernels = strings.Join(r.st.HMMKernels, " then ")
 	rep.Training = r.st.training(cfg, r.hmm)
 	if err := rep.WriteJSON(r.path(ReportFile)); err != nil {
 		return err
@@ -2139,7 +2159,7 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		return nil, fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	old := res.Report
-	rep.Trainer, rep.Seconds, rep.Backend, rep.Training = old.Trainer, old.Seconds, old.Backend, old.Training
+	rep.Trainer, rep.Seconds, rep.Backend, rep.HMMKernels, rep.Training = old.Trainer, old.Seconds, old.Backend, old.HMMKernels, old.Training
 	st, err := readState(dir)
 	if err != nil {
 		return nil, err

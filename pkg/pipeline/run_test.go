@@ -1152,3 +1152,31 @@ func TestScaledEmissionsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordSession: a session adds its backend and HMM kernel set where they are new;
+// a run past its start with none recorded began before they were recorded, and says
+// so rather than claim the whole run for this session's.
+func TestRecordSession(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		st                     runState
+		label, kernels         string
+		wantBackends, wantKern []string
+	}{
+		{"new run", runState{Phase: PhaseWarmup}, "go:parallelism=-1", "avx2", []string{"go:parallelism=-1"}, []string{"avx2"}},
+		{"same again", runState{Phase: PhaseJoint, Backends: []string{"go:parallelism=-1"}, HMMKernels: []string{"avx2"}}, "go:parallelism=-1", "avx2",
+			[]string{"go:parallelism=-1"}, []string{"avx2"}},
+		{"resumed on another CPU", runState{Phase: PhaseJoint, Backends: []string{"go:parallelism=-1"}, HMMKernels: []string{"go"}}, "go:parallelism=-1", "avx512",
+			[]string{"go:parallelism=-1"}, []string{"go", "avx512"}},
+		{"begun before the record", runState{Phase: PhaseJoint, Backends: []string{"go:parallelism=-1"}}, "go:parallelism=-1", "avx2",
+			[]string{"go:parallelism=-1"}, []string{"unrecorded", "avx2"}},
+		{"warm-up under way, nothing recorded", runState{Phase: PhaseWarmup, Warmup: "warmup-000100.ckpt"}, "xla:cpu", "go",
+			[]string{"go:ops_sequential", "xla:cpu"}, []string{"unrecorded", "go"}},
+	} {
+		st := c.st
+		st.recordSession(c.label, c.kernels)
+		if !slices.Equal(st.Backends, c.wantBackends) || !slices.Equal(st.HMMKernels, c.wantKern) {
+			t.Errorf("%s: backends %q, kernels %q; want %q, %q", c.name, st.Backends, st.HMMKernels, c.wantBackends, c.wantKern)
+		}
+	}
+}
