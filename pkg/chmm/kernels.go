@@ -26,9 +26,6 @@ func (s kernelSet) String() string {
 	return [...]string{"go", "avx2", "avx512"}[s]
 }
 
-// kernelName names the block kernels in use.
-func kernelName() string { return inUse.String() }
-
 // KernelSet names the block kernels in use: "go", "avx2" or "avx512" (Kernels says
 // why). The sums of the recursions depend on it, to rounding.
 func KernelSet() string { return inUse.String() }

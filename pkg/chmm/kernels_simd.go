@@ -5,6 +5,7 @@ package chmm
 import (
 	"fmt"
 	"simd/archsimd"
+	"strings"
 	"time"
 )
 
@@ -126,17 +127,14 @@ func Kernels() string {
 	case inUse == kernelsAVX2:
 		return "AVX2 (" + ratio("they", avx2Ratio) + "; no AVX-512)"
 	case hasAVX512 || hasAVX2:
-		s := "plain Go ("
+		var timed []string
 		if hasAVX2 {
-			s += ratio("AVX2", avx2Ratio)
+			timed = append(timed, ratio("AVX2", avx2Ratio))
 		}
 		if hasAVX512 {
-			if hasAVX2 {
-				s += ", "
-			}
-			s += ratio("AVX-512", avx512Ratio)
+			timed = append(timed, ratio("AVX-512", avx512Ratio))
 		}
-		return s + ")"
+		return "plain Go (" + strings.Join(timed, ", ") + ")"
 	}
 	return "plain Go (neither AVX2 with FMA nor AVX-512)"
 }

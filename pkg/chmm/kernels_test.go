@@ -90,7 +90,7 @@ func TestKernels(t *testing.T) {
 	// Every kernel (the plain Go ones and those in use, AVX2 or AVX-512 where the
 	// build and CPU have them) against the plain double loop, for row and column
 	// counts that exercise the unrolled parts, the 8-wide vectors and the tails.
-	t.Logf("kernels in use: %s", kernelName())
+	t.Logf("kernels in use: %s", KernelSet())
 	type kernels struct {
 		vecMat      func(dst, coef, mat []float64, stride int)
 		matVec      func(out, b, mat []float64, stride int)
