@@ -35,7 +35,18 @@ type Bar struct {
 	// 13s" with minutes to go. Before a second Update a line that is not the last has
 	// neither (one step in microseconds read 5000000/s).
 	samples []sample
+	// A gap between two Updates longer than RateWindow and stallFactor times the
+	// longest one before it (slowest: the first gap always counts, a stall's never)
+	// is a stall: a stopped process, a sleeping machine. The window starts again
+	// after it, so that the rate and ETA are the work's, not the stall's (a run
+	// continued after hours with SIGCONT read "0.000/s ETA 604h15m" for 30 s). The
+	// final line's rate and time are still over the whole task, stalls included.
+	prev    time.Time
+	slowest time.Duration
 }
+
+// stallFactor: see Bar.slowest.
+const stallFactor = 10
 
 type sample struct {
 	step int
@@ -89,6 +100,15 @@ func (b *Bar) Update(step int, format string, args ...any) {
 		step = b.total
 	}
 	now := b.now()
+	if !b.prev.IsZero() {
+		gap := now.Sub(b.prev)
+		if b.slowest > 0 && gap > RateWindow && gap > stallFactor*b.slowest {
+			b.samples = b.samples[:0]
+		} else {
+			b.slowest = max(b.slowest, gap)
+		}
+	}
+	b.prev = now
 	if len(b.samples) == 0 {
 		b.samples = append(b.samples, sample{step, now})
 	} else if now.Sub(b.samples[len(b.samples)-1].at) >= time.Second {

@@ -147,3 +147,45 @@ func TestRecentRate(t *testing.T) {
 		t.Errorf("final line %q, want %q", lines[len(lines)-1], want)
 	}
 }
+
+// TestStall: a task stopped for 4 hours (SIGSTOP, a sleeping machine) between steps of
+// 0.1 s shows no rate on the line after it, then the rate of the steps since (10.0/s),
+// not one over a window that holds the stall; a task whose every step takes a minute
+// (past RateWindow) is not taken for stalled.
+func TestStall(t *testing.T) {
+	var buf bytes.Buffer
+	b := New(&buf, "em", 2000).Every(time.Second)
+	clock := b.start
+	b.now = func() time.Time { return clock }
+	step := 0
+	run := func(n int, each time.Duration) {
+		for range n {
+			clock = clock.Add(each)
+			step++
+			b.Update(step, "")
+		}
+	}
+	run(600, 100*time.Millisecond)
+	clock = clock.Add(4 * time.Hour)
+	run(1, 0)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "em 601/2000 ( 30%)"; lines[len(lines)-1] != want {
+		t.Errorf("line after the stall %q, want %q", lines[len(lines)-1], want)
+	}
+	run(20, 100*time.Millisecond)
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "em 621/2000 ( 31%) | 10.0/s ETA 2m17s"; lines[len(lines)-1] != want {
+		t.Errorf("line %q, want %q", lines[len(lines)-1], want)
+	}
+
+	buf.Reset()
+	b = New(&buf, "slow", 10).Every(time.Second)
+	clock = b.start
+	b.now = func() time.Time { return clock }
+	step = 0
+	run(5, time.Minute)
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := "slow 5/10 ( 50%) | 0.017/s ETA 5m00s"; lines[len(lines)-1] != want {
+		t.Errorf("slow steps: line %q, want %q", lines[len(lines)-1], want)
+	}
+}
