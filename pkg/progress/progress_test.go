@@ -118,33 +118,50 @@ func TestFrom(t *testing.T) {
 	}
 }
 
+// walk drives a Bar on a fake clock.
+type walk struct {
+	buf   bytes.Buffer
+	b     *Bar
+	clock time.Time
+	step  int
+}
+
+func newWalk(name string, total int) *walk {
+	w := &walk{}
+	w.b = New(&w.buf, name, total).Every(time.Second)
+	w.clock = w.b.start
+	w.b.now = func() time.Time { return w.clock }
+	return w
+}
+
+// run does n steps of each.
+func (w *walk) run(n int, each time.Duration) {
+	for range n {
+		w.clock = w.clock.Add(each)
+		w.step++
+		w.b.Update(w.step, "")
+	}
+}
+
+// last is the last line printed.
+func (w *walk) last() string {
+	lines := strings.Split(strings.TrimSpace(w.buf.String()), "\n")
+	return lines[len(lines)-1]
+}
+
 // TestRecentRate: a task whose steps slow down tenfold (100/s for 10 s, then 10/s for
 // 60 s) shows the rate of the last RateWindow and its ETA, not the average since the
 // start (22.9/s, ETA 1m01s).
 func TestRecentRate(t *testing.T) {
-	var buf bytes.Buffer
-	b := New(&buf, "gradient", 3000).Every(time.Second)
-	clock := b.start
-	b.now = func() time.Time { return clock }
-	step := 0
-	for _, phase := range []struct {
-		steps int
-		each  time.Duration
-	}{{1000, 10 * time.Millisecond}, {600, 100 * time.Millisecond}} {
-		for range phase.steps {
-			clock = clock.Add(phase.each)
-			step++
-			b.Update(step, "")
-		}
+	w := newWalk("gradient", 3000)
+	w.run(1000, 10*time.Millisecond)
+	w.run(600, 100*time.Millisecond)
+	if got, want := w.last(), "gradient 1591/3000 ( 53%) | 10.0/s ETA 2m20s"; got != want {
+		t.Errorf("line %q, want %q", got, want)
 	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := "gradient 1591/3000 ( 53%) | 10.0/s ETA 2m20s"; lines[len(lines)-1] != want {
-		t.Errorf("line %q, want %q", lines[len(lines)-1], want)
-	}
-	b.Finish(step, "stopped")
-	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := "gradient 1600/3000 ( 53%) stopped | 22.9/s in 1m10s"; lines[len(lines)-1] != want { // the final line: the whole task
-		t.Errorf("final line %q, want %q", lines[len(lines)-1], want)
+	w.b.Finish(w.step, "stopped")
+	if got, want := w.last(), "gradient 1600/3000 ( 53%) stopped | 22.9/s in 1m10s"; got != want { // the final line: the whole task
+		t.Errorf("final line %q, want %q", got, want)
 	}
 }
 
@@ -153,39 +170,20 @@ func TestRecentRate(t *testing.T) {
 // not one over a window that holds the stall; a task whose every step takes a minute
 // (past RateWindow) is not taken for stalled.
 func TestStall(t *testing.T) {
-	var buf bytes.Buffer
-	b := New(&buf, "em", 2000).Every(time.Second)
-	clock := b.start
-	b.now = func() time.Time { return clock }
-	step := 0
-	run := func(n int, each time.Duration) {
-		for range n {
-			clock = clock.Add(each)
-			step++
-			b.Update(step, "")
-		}
+	w := newWalk("em", 2000)
+	w.run(600, 100*time.Millisecond)
+	w.run(1, 4*time.Hour)
+	if got, want := w.last(), "em 601/2000 ( 30%)"; got != want {
+		t.Errorf("line after the stall %q, want %q", got, want)
 	}
-	run(600, 100*time.Millisecond)
-	clock = clock.Add(4 * time.Hour)
-	run(1, 0)
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := "em 601/2000 ( 30%)"; lines[len(lines)-1] != want {
-		t.Errorf("line after the stall %q, want %q", lines[len(lines)-1], want)
-	}
-	run(20, 100*time.Millisecond)
-	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := "em 621/2000 ( 31%) | 10.0/s ETA 2m17s"; lines[len(lines)-1] != want {
-		t.Errorf("line %q, want %q", lines[len(lines)-1], want)
+	w.run(20, 100*time.Millisecond)
+	if got, want := w.last(), "em 621/2000 ( 31%) | 10.0/s ETA 2m17s"; got != want {
+		t.Errorf("line %q, want %q", got, want)
 	}
 
-	buf.Reset()
-	b = New(&buf, "slow", 10).Every(time.Second)
-	clock = b.start
-	b.now = func() time.Time { return clock }
-	step = 0
-	run(5, time.Minute)
-	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := "slow 5/10 ( 50%) | 0.017/s ETA 5m00s"; lines[len(lines)-1] != want {
-		t.Errorf("slow steps: line %q, want %q", lines[len(lines)-1], want)
+	w = newWalk("slow", 10)
+	w.run(5, time.Minute)
+	if got, want := w.last(), "slow 5/10 ( 50%) | 0.017/s ETA 5m00s"; got != want {
+		t.Errorf("slow steps: line %q, want %q", got, want)
 	}
 }
