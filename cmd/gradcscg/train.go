@@ -24,7 +24,7 @@ func init() {
 
 // trainOptions are the flags of "gradcscg train".
 type trainOptions struct {
-	env, layout, dataset, run, config, jsonPath, size                  string
+	env, layout, dataset, run, config, from, jsonPath, size            string
 	seed                                                               uint64
 	quiet, reevaluate                                                  bool
 	set                                                                *flag.FlagSet // to tell which flags were given
@@ -47,6 +47,7 @@ func runTrain(args []string) error {
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (walks, images, initialisation, held-out episode)")
 	f.StringVar(&o.run, "run", "", "run directory (default runs/<env>_<dataset>_seed<N>); an unfinished run resumes, a finished one is loaded")
 	f.StringVar(&o.config, "config", "", "start from this config.json instead of the environment's defaults")
+	f.StringVar(&o.from, "from", "", "take the warm-up and joint phase over from this run directory (finished, or past its joint phase) and train the finalisation anew in --run: its settings, with the flags given, of which only the finalisation's and the evaluation's may differ (--merge-tokens, --final-*, --decode); the same command resumes")
 	f.StringVar(&o.size, "size", "full", "full: the paper's data size (Table 1); ci: about a minute on two cores, still recovers the benchmark maps (MLP VQ-VAE, 4 × 5,000 steps); smoke: seconds, every phase, no map expected")
 	f.IntVar(&o.episodes, "episodes", 0, "training episodes (0: default)")
 	f.IntVar(&o.steps, "steps", 0, "steps per training episode (0: default)")
@@ -86,6 +87,9 @@ func runTrain(args []string) error {
 		return err
 	}
 	o.set = f
+	if o.from != "" && (o.run == "" || o.config != "" || o.reevaluate) {
+		return fmt.Errorf("--from %s: needs --run NEW_DIR, and neither --config (the settings are the run's) nor --reevaluate", o.from)
+	}
 	cfg, err := o.pipelineConfig()
 	if err != nil {
 		return err
@@ -108,6 +112,11 @@ func runTrain(args []string) error {
 		var progress io.Writer = stderr
 		if o.quiet {
 			progress = nil
+		}
+		if o.from != "" {
+			if err := pipeline.Branch(dir, o.from, cfg); err != nil {
+				return err
+			}
 		}
 		rep, err = pipeline.Run(ctx, dir, cfg, progress)
 		if errors.Is(err, context.Canceled) {
@@ -132,10 +141,16 @@ func runTrain(args []string) error {
 // given reports whether flag name was on the command line.
 func (o *trainOptions) given(name string) bool { return flagGiven(o.set, name) }
 
-// pipelineConfig builds the run's configuration: --config or the environment's
-// defaults (reduced by --size ci), then the flags that were given.
+// pipelineConfig builds the run's configuration: --config, the --from run's, or the
+// environment's defaults (reduced by --size ci), then the flags that were given.
 func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	var cfg pipeline.Config
+	if o.from != "" {
+		o.config = filepath.Join(o.from, pipeline.ConfigFile)
+		if _, err := os.Stat(o.config); err != nil {
+			return cfg, fmt.Errorf("--from %s: no run there (%v)", o.from, err)
+		}
+	}
 	switch {
 	case o.config != "":
 		c, err := pipeline.ReadConfig(o.config)

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
@@ -128,4 +129,37 @@ func mustDefault(t *testing.T, env string) pipeline.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestTrainFrom: --from takes a finished run's warm-up and joint phase over and trains
+// another finalisation in --run (the report names the source; the same command run
+// again loads it); misuse is one error naming the flag or the field.
+func TestTrainFrom(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if code, _, errOut := run(t, "train", "--quiet", "--size", "smoke", "--run", src); code != 0 {
+		t.Fatalf("source run: exit %d: %s", code, errOut)
+	}
+	args := []string{"train", "--quiet", "--from", src, "--run", dst, "--final-trainer", "em", "--final-iters", "20", "--final-doublings", "2"}
+	for range 2 {
+		code, out, errOut := run(t, args...)
+		if code != 0 || !strings.Contains(out, "taken over from") || !strings.Contains(out, "confusion matrix") {
+			t.Fatalf("exit %d, want a report of an EM map whose joint phase was taken over:\n%s%s", code, out, errOut)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", src}, "--from " + src + ": needs --run NEW_DIR"},
+		{[]string{"--from", src, "--run", dst, "--config", filepath.Join(src, "config.json")}, "neither --config"},
+		{[]string{"--from", filepath.Join(dir, "nothing"), "--run", dst}, "no run there"},
+		{[]string{"--from", src, "--run", filepath.Join(dir, "dst2"), "--seed", "2"}, "seed: 1 in the run, 2 now"},
+		{[]string{"--from", dst, "--run", src}, "already holds a run not branched from"},
+	} {
+		code, _, errOut := run(t, append([]string{"train", "--quiet"}, c.args...)...)
+		if code != 1 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "panic") {
+			t.Errorf("%v: exit %d, %q; want exit 1 and %q", c.args, code, errOut, c.want)
+		}
+	}
 }

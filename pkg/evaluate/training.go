@@ -135,6 +135,10 @@ type Joint struct {
 	Rollbacks    int   `json:"rollbacks"`        // checkpoints restored
 	// Guard is the anti-collapse record; nil in reports written before it was kept.
 	Guard *Guard `json:"guard,omitempty"`
+	// From is the run directory this run took its warm-up and joint phase over from
+	// (pipeline.Branch, train --from); the report's warm-up and joint seconds are that
+	// run's. Empty when the run trained them itself.
+	From string `json:"from,omitempty"`
 	// The training frames' hard tokens after the warm-up and after the joint phase
 	// (true places and classes used for this measurement only).
 	Warmup TokenEntropies `json:"warmup_entropy"`
@@ -374,7 +378,11 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 		if j.Guard != nil {
 			guard = fmt.Sprintf("%d interventions, %d skipped steps", len(j.Guard.Interventions), j.Guard.SkippedSteps)
 		}
-		row("joint phase", "%s, %d iterations, %s", orDash(j.Arch), j.Iters, guard)
+		from := ""
+		if j.From != "" {
+			from = ", taken over from " + j.From
+		}
+		row("joint phase", "%s, %d iterations, %s%s", orDash(j.Arch), j.Iters, guard, from)
 	}
 }
 

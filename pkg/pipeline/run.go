@@ -140,6 +140,10 @@ type runState struct {
 	AnnealStart int
 	StoppedAt   int
 
+	// Branch, if set, says that the warm-up and joint phase were taken over from another
+	// run directory (Branch); nil when this run trained them.
+	Branch *Branched
+
 	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
 	// on, in order.
 	Backends []string
@@ -2323,6 +2327,9 @@ func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	}
 	j.CodesKept, j.CodesMerged, j.Clones, j.Rollbacks = st.Codes, st.CodesMerged, st.Clones, st.Rollbacks
 	j.TokensMerged = st.TokensMerged
+	if st.Branch != nil {
+		j.From = st.Branch.From
+	}
 	j.Guard = &evaluate.Guard{Interventions: append([]Intervention{}, st.Interventions...), SkippedSteps: st.Skipped}
 	t.Joint = &j
 	t.Runs = append([]evaluate.TrainerRun(nil), t.Runs...)

@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+)
+
+// Branched records that a run took its warm-up and joint phase over from another run
+// directory (Branch) instead of training them.
+type Branched struct {
+	From     string   // the source run directory (absolute path)
+	Identity string   // SHA-256 of the source's config.json
+	Changed  []string // the fields that differ from the source's config (diffFields)
+}
+
+// withFinalisationOf returns a with the fields that only the finalisation and the
+// evaluation read taken from b. FinalLR, FinalEntropy, FinalPatience and FinalTol are
+// the pre-training's settings too (Config.PretrainIters), so they stay a's when a
+// pre-trains.
+func withFinalisationOf(a, b Config) Config {
+	a.MergeTokens = b.MergeTokens
+	a.FinalTrainer, a.FinalDoublings, a.FinalBudget, a.FinalClones = b.FinalTrainer, b.FinalDoublings, b.FinalBudget, b.FinalClones
+	a.FinalIters, a.FinalSplits, a.FinalChunkAbove = b.FinalIters, b.FinalSplits, b.FinalChunkAbove
+	a.FinalPrune, a.FinalPruneIters, a.FinalGrow = b.FinalPrune, b.FinalPruneIters, b.FinalGrow
+	if a.PretrainIters == 0 {
+		a.FinalLR, a.FinalEntropy, a.FinalPatience, a.FinalTol = b.FinalLR, b.FinalEntropy, b.FinalPatience, b.FinalTol
+	}
+	a.Decode, a.EvalSteps = b.Decode, b.EvalSteps
+	a.StopAfterJoint = b.StopAfterJoint
+	return a
+}
+
+// Branch starts the run directory dst from the warm-up and joint phase of the finished
+// or finalising run in src, for cfg: a configuration that differs from src's only in
+// what the finalisation and the evaluation read (merge_tokens, the final_* fields,
+// decode, eval_steps; not the final_lr, final_entropy, final_patience and final_tol of
+// a run that pre-trains). Run(dst, cfg) then trains the finalisation as a run of cfg
+// from scratch would: the phases before it read none of those fields.
+//
+// dst gets cfg's config.json, src's warm-up and joint checkpoints (checked against
+// src's digests), and src's state as it stood when its joint phase ended: the history,
+// seconds and measurements of the phases before the finalisation, and a record of the
+// branch (the report's training.joint.from). src is locked while it is read and is not
+// changed. A dst that already holds the run branched from src is left as it is, so the
+// same call resumes it; any other run in dst is an error.
+func Branch(dst, src string, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	from, err := filepath.Abs(src)
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	if to, err := filepath.Abs(dst); err == nil && to == from {
+		return fmt.Errorf("pipeline: branch: %s is both the source and the new run directory", src)
+	}
+	if fi, err := os.Stat(filepath.Join(src, StateFile)); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("pipeline: branch: %s holds no run (no %s)", src, StateFile)
+	}
+	if _, err := os.Stat(filepath.Join(dst, StateFile)); err == nil {
+		return resumeBranch(dst, from, cfg)
+	}
+
+	unlockSrc, err := lockDir(src)
+	if err != nil {
+		return err
+	}
+	defer unlockSrc()
+	old, err := readState(src)
+	if err != nil {
+		return err
+	}
+	if old.legacy() {
+		return fmt.Errorf("pipeline: branch: %s was written before run directories recorded their files' digests, so its checkpoints cannot be checked; a run branches only from a newer one", src)
+	}
+	if err := checkIdentity(src, old); err != nil {
+		return err
+	}
+	switch old.Phase {
+	case PhaseFinal, PhaseEval, PhaseDone:
+	default:
+		return fmt.Errorf("pipeline: branch: %s has not finished its joint phase (phase %s, joint iteration %d): finish it first with its own settings (train --run %s)",
+			src, old.Phase, old.JointIter, src)
+	}
+	oldCfg, err := readRunConfig(filepath.Join(src, ConfigFile))
+	if err != nil {
+		return err
+	}
+	if bad := diffFields(withFinalisationOf(oldCfg, cfg), cfg); len(bad) > 0 {
+		return fmt.Errorf("pipeline: branch: %s's warm-up and joint phase were trained with other settings than those given:\n  %s\na branch may change only what the finalisation and the evaluation read (merge_tokens, final_*, decode, eval_steps)",
+			src, strings.Join(bad, "\n  "))
+	}
+
+	st, err := jointEnd(old)
+	if err != nil {
+		return err
+	}
+	st.Branch = &Branched{From: from, Identity: old.Identity, Changed: diffFields(oldCfg, cfg)}
+	files := map[string][]byte{}
+	for name := range st.Files {
+		if err := verify(src, old, name); err != nil {
+			return err
+		}
+		raw, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		files[name] = raw
+	}
+
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	unlock, err := lockDir(dst)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dst, StateFile)); err == nil { // written since the check above
+		return fmt.Errorf("pipeline: branch: %s already holds a run; use another directory", dst)
+	}
+	for name, raw := range files {
+		if err := writeAtomic(filepath.Join(dst, name), raw); err != nil {
+			return err
+		}
+	}
+	if err := checkOrWriteConfig(dst, cfg); err != nil {
+		return err
+	}
+	r := &runner{dir: dst, st: st}
+	return r.commit() // the state last: until it is written, dst holds no run
+}
+
+// resumeBranch checks that the run in dst was branched from the run directory from
+// (absolute) for cfg: the same call made again resumes it.
+func resumeBranch(dst, from string, cfg Config) error {
+	st, err := readState(dst)
+	if err != nil {
+		return err
+	}
+	if st.Branch == nil || st.Branch.From != from {
+		return fmt.Errorf("pipeline: branch: %s already holds a run not branched from %s; use another directory", dst, from)
+	}
+	if err := checkOrWriteConfig(dst, cfg); err != nil {
+		return err
+	}
+	return checkIdentity(dst, st)
+}
+
+// jointEnd returns a copy of st, the state of a run past its joint phase, as it stood
+// when the joint phase ended: the finalisation's and the evaluation's history rows,
+// seconds, checkpoints, files and measurements dropped. The identity is left empty
+// (the new run's commit records its own config's).
+func jointEnd(st *runState) (*runState, error) {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(st); err != nil {
+		return nil, fmt.Errorf("pipeline: state: %w", err)
+	}
+	var c runState
+	if err := gob.NewDecoder(&buf).Decode(&c); err != nil {
+		return nil, fmt.Errorf("pipeline: state: %w", err)
+	}
+	c.Phase, c.Identity = PhaseFinal, ""
+	c.FinalEM, c.FinalGrad, c.TokensMerged = nil, nil, nil
+	c.History = c.History[:0]
+	for _, rec := range st.History {
+		if rec.Phase != PhaseFinal && rec.Phase != PhaseEval {
+			c.History = append(c.History, rec)
+		}
+	}
+	delete(c.Seconds, PhaseFinal)
+	delete(c.Seconds, PhaseEval)
+	// Made: the joint phase's record and the pre-training's run, as the phases before
+	// the finalisation left them.
+	made := evaluate.Training{Joint: c.Made.Joint}
+	for _, run := range c.Made.Runs {
+		if run.Name == "pretrain" {
+			made.Runs = append(made.Runs, run)
+		}
+	}
+	c.Made = made
+	// Files: the checkpoints the finalisation starts from (the joint phase's last) and
+	// the warm-up's and the last healthy one, where the source still records them.
+	if _, ok := c.Files[c.Checkpoint]; !ok || c.Checkpoint == "" {
+		return nil, fmt.Errorf("pipeline: branch: the source's state records no joint checkpoint (%q)", c.Checkpoint)
+	}
+	for name := range c.Files {
+		if name != c.Checkpoint && name != c.Warmup && name != c.Healthy {
+			delete(c.Files, name)
+		}
+	}
+	if c.Seconds == nil {
+		c.Seconds = map[string]float64{}
+	}
+	return &c, nil
+}
