@@ -182,6 +182,12 @@
 // resumes at the iteration saved (TestFinalEMResumesWithinRound,
 // TestFinalGradResumesWithinTraining); the evaluation cut short starts again.
 //
+// Branch starts a run directory from another's warm-up and joint phase, for a Config
+// that differs only in what the finalisation and the evaluation read: it copies the
+// checked checkpoints and the state as it stood when the joint phase ended, records the
+// source (Training.Joint.From), and Run then trains the finalisation; the branch ends
+// with the files and report of the same Config trained from scratch (TestBranch).
+//
 // # Data and evaluation
 //
 // Training episodes come from gridworld (Env.TrainingEpisodes) with one fresh
