@@ -14,9 +14,7 @@ import (
 // Branched records that a run took its warm-up and joint phase over from another run
 // directory (Branch) instead of training them.
 type Branched struct {
-	From     string   // the source run directory (absolute path)
-	Identity string   // SHA-256 of the source's config.json
-	Changed  []string // the fields that differ from the source's config (diffFields)
+	From string // the source run directory (absolute path)
 }
 
 // withFinalisationOf returns a with the fields that only the finalisation and the
@@ -64,7 +62,14 @@ func Branch(dst, src string, cfg Config) error {
 		return fmt.Errorf("pipeline: branch: %s holds no run (no %s)", src, StateFile)
 	}
 	if _, err := os.Stat(filepath.Join(dst, StateFile)); err == nil {
-		return resumeBranch(dst, from, cfg)
+		st, err := readState(dst)
+		if err != nil {
+			return err
+		}
+		if st.Branch == nil || st.Branch.From != from {
+			return fmt.Errorf("pipeline: branch: %s already holds a run not branched from %s; use another directory", dst, from)
+		}
+		return nil // Run checks the config and resumes it
 	}
 
 	unlockSrc, err := lockDir(src)
@@ -101,7 +106,7 @@ func Branch(dst, src string, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	st.Branch = &Branched{From: from, Identity: old.Identity, Changed: diffFields(oldCfg, cfg)}
+	st.Branch = &Branched{From: from}
 	files := map[string][]byte{}
 	for name := range st.Files {
 		if err := verify(src, old, name); err != nil {
@@ -135,22 +140,6 @@ func Branch(dst, src string, cfg Config) error {
 	}
 	r := &runner{dir: dst, st: st}
 	return r.commit() // the state last: until it is written, dst holds no run
-}
-
-// resumeBranch checks that the run in dst was branched from the run directory from
-// (absolute) for cfg: the same call made again resumes it.
-func resumeBranch(dst, from string, cfg Config) error {
-	st, err := readState(dst)
-	if err != nil {
-		return err
-	}
-	if st.Branch == nil || st.Branch.From != from {
-		return fmt.Errorf("pipeline: branch: %s already holds a run not branched from %s; use another directory", dst, from)
-	}
-	if err := checkOrWriteConfig(dst, cfg); err != nil {
-		return err
-	}
-	return checkIdentity(dst, st)
 }
 
 // jointEnd returns a copy of st, the state of a run past its joint phase, as it stood
@@ -194,9 +183,6 @@ func jointEnd(st *runState) (*runState, error) {
 		if name != c.Checkpoint && name != c.Warmup && name != c.Healthy {
 			delete(c.Files, name)
 		}
-	}
-	if c.Seconds == nil {
-		c.Seconds = map[string]float64{}
 	}
 	return &c, nil
 }

@@ -103,15 +103,15 @@ func TestBranch(t *testing.T) {
 		}
 	}
 	sameFinalisation(t, fresh, dst)
+	srcRun, err := LoadRun(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstRun, err := LoadRun(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, ph := range []string{PhaseWarmup, PhaseJoint} {
-		srcRun, err := LoadRun(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dstRun, err := LoadRun(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
 		a, b := phaseRows(srcRun.History, ph), phaseRows(dstRun.History, ph)
 		if len(a) == 0 || len(a) != len(b) || a[len(a)-1] != b[len(b)-1] {
 			t.Errorf("%s history: %d rows in the source, %d in the branch", ph, len(a), len(b))
