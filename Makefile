@@ -89,8 +89,8 @@ reproduce-bigger: build
 # Issue 18's bigger worlds from MNIST pixels, seeds SEEDS (default 1-3), with the recipe that recovers
 # them (README "Bigger worlds"): scaled emissions, the walks' token merge (--merge-tokens 100) and the EM
 # finalisation; big_room with 40 codes merged to 30, tiled with the default codebook. Measured one run
-# per core (GOMAXPROCS=1), beside other runs: 4.3-8.6 hours a run. An interrupted run resumes with the same command, and
-# a finished one is loaded; each report is copied to results/bigger/.
+# per core (GOMAXPROCS=1), beside other runs: 4.3-8.6 hours a run. An interrupted run resumes with the
+# same command, and a finished one is loaded; each report is copied to results/bigger/.
 SEEDS ?= 1 2 3
 reproduce-bigger-pixels: build
 	for s in $(SEEDS); do \
