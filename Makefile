@@ -1,6 +1,6 @@
 # gradcscg — every README command is a target here.
-# GoMLX v0.28.16 needs Go 1.27; the module proxy serves the toolchain.
-export GOTOOLCHAIN := go1.27.0+auto
+# GoMLX v0.28.16 needs Go 1.27; the approved toolchain is go1.27.3, which the module proxy serves.
+export GOTOOLCHAIN := go1.27.3
 # The go backend's AVX2/AVX-512 kernels need this experiment (several times faster).
 export GOEXPERIMENT := simd
 # Default GoMLX backend: the embedded pure-Go one with an unbounded worker

@@ -2,6 +2,8 @@ module github.com/gradcscg/gradcscg
 
 go 1.27.0
 
+toolchain go1.27.3
+
 require (
 	github.com/gomlx/compute v0.1.14
 	github.com/gomlx/go-xla v0.4.13

@@ -10,7 +10,7 @@
 #   --quickstart  finally execute notebooks/00_quickstart.ipynb headlessly at CI size
 #                 (go test ./notebooks -run TestNotebooks/00_quickstart)
 #
-# Needs: Go (any 1.21+; GOTOOLCHAIN fetches go1.27.0), Debian/Ubuntu with apt-get and root
+# Needs: Go (any 1.21+; GOTOOLCHAIN fetches go1.27.3), Debian/Ubuntu with apt-get and root
 # (or sudo) for the system packages. Works offline once everything is installed.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 # The toolchain and the SIMD kernels of GoMLX's go backend (as the Makefile).
-export GOTOOLCHAIN=go1.27.0+auto GOEXPERIMENT=simd
+export GOTOOLCHAIN=go1.27.3 GOEXPERIMENT=simd
 # An unbounded worker pool: with the go backend's default pool a While loop whose
 # body runs a matmul can deadlock (README, "Backends and GPUs").
 export GOMLX_BACKEND="${GOMLX_BACKEND:-go:parallelism=-1}"
