@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -192,7 +191,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 	var keys []legendKey
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, pan := range panels {
-		p := newPlot(pan.title)
+		p := NewPlot(pan.title)
 		p.X.Min, p.X.Max = 0, float64(len(spans))
 		p.X.Tick.Marker = phaseTicks{spans: spans, labels: pi == len(panels)-1}
 		if pi == len(panels)-1 {
@@ -255,7 +254,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 					// where the pruning line usually is).
 					p.Legend.Add(term.name, smooth)
 					p.Legend.Top, p.Legend.YOffs, p.Legend.XOffs = true, -vg.Length(14), -vg.Length(70)
-					p.Legend.TextStyle.Font.Size = 8
+					p.Legend.TextStyle.Font.Size = sizeText
 					first = false
 				}
 			}
@@ -362,9 +361,9 @@ func (s *phaseShading) Plot(c draw.Canvas, p *plot.Plot) {
 			if name == "" {
 				name = sp.Phase
 			}
-			sty := textStyle(7.5, color.Gray{0x40}, draw.XLeft, draw.YTop)
+			sty := textStyle(sizeNote, color.Gray{0x40}, draw.XLeft, draw.YTop)
 			if sty.Width(name) > x1-x0-4 {
-				sty.Font.Size = max(7.5*(x1-x0-4)/sty.Width(name), 4)
+				sty.Font.Size = max(sizeNote*(x1-x0-4)/sty.Width(name), sizeMinText)
 			}
 			c.FillText(sty, vg.Point{X: x0 + 2, Y: c.Max.Y - 2}, name)
 		}
@@ -404,20 +403,6 @@ func (t phaseTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return out
-}
-
-// newPlot returns a plot with the package's sans-serif fonts and the given title.
-func newPlot(title string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	p.Title.TextStyle.Font = font.From(sans, 10)
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font = font.From(sans, 9)
-		ax.Tick.Label.Font = font.From(sans, 8)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 8)
-	return p
 }
 
 // alignedPlots draws a grid of plots with aligned data areas (plot.Align).

@@ -287,7 +287,7 @@ func (p RecoveredGraphPanel) Draw(c draw.Canvas) {
 	}
 	c = panelTitle(c, title)
 	if r.EdgeRule != "" {
-		sty := textStyle(7, color.Gray{0x60}, draw.XCenter, draw.YBottom)
+		sty := textStyle(sizeNote, color.Gray{0x60}, draw.XCenter, draw.YBottom)
 		c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, r.EdgeRule)
 		c = draw.Crop(c, 0, 0, sty.Height(r.EdgeRule)+2, 0)
 	}
@@ -402,7 +402,7 @@ func trueAdjacency(e *gridworld.Env) map[[2]int]bool {
 
 // panelMessage draws msg in the middle of c (for panels that cannot be drawn).
 func panelMessage(c draw.Canvas, msg string) {
-	sty := textStyle(8, eventColor, draw.XCenter, draw.YCenter)
+	sty := textStyle(sizeText, eventColor, draw.XCenter, draw.YCenter)
 	c.FillText(sty, c.Center(), msg)
 }
 
@@ -444,7 +444,7 @@ func (p ClonePlacesPanel) Draw(c draw.Canvas) {
 	// The colour key: a disc shows its token's class, the cell its own; they differ
 	// where the joint phase merged classes into one token.
 	const key = "cell: the place's class; disc: the class its clone's token shows most"
-	sty := textStyle(6.5, color.Gray{0x60}, draw.XCenter, draw.YBottom)
+	sty := textStyle(sizeNote, color.Gray{0x60}, draw.XCenter, draw.YBottom)
 	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, key)
 	c = draw.Crop(c, 0, 0, sty.Height(key)+2, 0)
 	var f frame

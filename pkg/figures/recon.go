@@ -106,7 +106,7 @@ func checkRecon(fn string, inputs, recons []float32, tokens []int, side int) (in
 // font of the vector figures), or the basic bitmap font if it cannot be loaded.
 // A face is not safe for concurrent use: make one per raster.
 func labelFace(px float64) xfont.Face {
-	f := font.DefaultCache.Lookup(font.Font{Typeface: "Liberation", Variant: "Sans"}, font.Length(px))
+	f := font.DefaultCache.Lookup(sansSerif, font.Length(px))
 	if f.Face == nil {
 		return basicfont.Face7x13
 	}
@@ -191,11 +191,11 @@ func (p reconPanel) Draw(c vgdraw.Canvas) {
 	cell := vg.Length(p.side) * reconPixelPt * s
 	gap := reconGapPt * s
 	rowTop := []vg.Length{top, top - cell - gap}
-	lab := textStyle(11*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
+	lab := textStyle(sizeLabel*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
 	for r, label := range []string{"input", "recon"} {
 		c.FillText(lab, vg.Point{X: x0 + (reconLabelPt-6)*s, Y: rowTop[r] - cell/2}, label)
 	}
-	tok := textStyle(10*s, color.Black, vgdraw.XCenter, vgdraw.YCenter)
+	tok := textStyle(sizeText*s, color.Black, vgdraw.XCenter, vgdraw.YCenter)
 	for i := range n {
 		x := x0 + reconLabelPt*s + vg.Length(i)*(cell+gap)
 		for r, src := range [][]float32{p.inputs[i*pix : (i+1)*pix], p.recons[i*pix : (i+1)*pix]} {

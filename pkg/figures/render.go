@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -54,7 +52,7 @@ const titleHeight = 22
 func (f *Figure) Draw(c draw.Canvas) {
 	fillRect(c, c.Rectangle, color.White)
 	if f.Title != "" {
-		sty := textStyle(13, color.Black, draw.XCenter, draw.YTop)
+		sty := textStyle(sizeFigureTitle, color.Black, draw.XCenter, draw.YTop)
 		// vgpdf registers the bold face under the plain style but selects it
 		// with style "B", which go-pdf rejects ("undefined font"): PDF titles
 		// are regular.
@@ -311,17 +309,6 @@ func fitRect(r vg.Rectangle, w, h float64) vg.Rectangle {
 	return vg.Rectangle{Min: vg.Point{X: x0, Y: y0}, Max: vg.Point{X: x0 + dw, Y: y0 + dh}}
 }
 
-// textStyle is a sans-serif text style of the given size (points).
-func textStyle(size vg.Length, col color.Color, xa draw.XAlignment, ya draw.YAlignment) draw.TextStyle {
-	return draw.TextStyle{
-		Color:   col,
-		Font:    font.From(font.Font{Typeface: "Liberation", Variant: "Sans"}, size),
-		XAlign:  xa,
-		YAlign:  ya,
-		Handler: plot.DefaultTextHandler,
-	}
-}
-
 // fillRect fills r with col.
 func fillRect(c draw.Canvas, r vg.Rectangle, col color.Color) {
 	c.FillPolygon(col, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
@@ -355,18 +342,18 @@ func fillCircle(c draw.Canvas, ctr vg.Point, r vg.Length, fill color.Color, edge
 
 // panelTitleHeight is the band a one-line panelTitle takes.
 func panelTitleHeight() vg.Length {
-	return textStyle(10, color.Black, draw.XCenter, draw.YTop).Height("M") + 4
+	return textStyle(sizePanelTitle, color.Black, draw.XCenter, draw.YTop).Height("M") + 4
 }
 
-// panelTitle draws title at the top of c (10 points, smaller when it is wider
-// than c) and returns the canvas below it.
+// panelTitle draws title at the top of c (sizePanelTitle, smaller when it is
+// wider than c) and returns the canvas below it.
 func panelTitle(c draw.Canvas, title string) draw.Canvas {
 	if title == "" {
 		return c
 	}
-	sty := textStyle(10, color.Black, draw.XCenter, draw.YTop)
+	sty := textStyle(sizePanelTitle, color.Black, draw.XCenter, draw.YTop)
 	if w, avail := sty.Width(title), c.Max.X-c.Min.X-2; w > avail && avail > 0 {
-		sty.Font.Size = max(sty.Font.Size*avail/w, 6)
+		sty.Font.Size = max(sty.Font.Size*avail/w, sizeMinText)
 	}
 	h := panelTitleHeight()
 	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Max.Y - 1}, title)

@@ -54,7 +54,7 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 	row := make([]*plot.Plot, len(metrics))
 	var keys []legendKey
 	for mi, m := range metrics {
-		p := newPlot("projected map: " + m.name)
+		p := NewPlot("projected map: " + m.name)
 		p.X.Label.Text = "threshold η"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = sweepTicks{}
@@ -174,7 +174,7 @@ const (
 
 // layout returns the position (row, x offset) of every entry for width w.
 func (l legendStrip) layout(w vg.Length) (rows []int, xs []vg.Length) {
-	sty := textStyle(8, color.Black, draw.XLeft, draw.YCenter)
+	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
 	x, row := vg.Length(0), 0
 	for _, k := range l {
 		ew := legendSample + 4 + sty.Width(k.label) + 14
@@ -200,7 +200,7 @@ func (l legendStrip) height(w vg.Length) vg.Length {
 // Draw implements Panel.
 func (l legendStrip) Draw(c draw.Canvas) {
 	rows, xs := l.layout(c.Max.X - c.Min.X - 20)
-	sty := textStyle(8, color.Black, draw.XLeft, draw.YCenter)
+	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
 	for i, k := range l {
 		x := c.Min.X + 10 + xs[i]
 		y := c.Max.Y - 3 - legendRowH/2 - vg.Length(rows[i])*legendRowH

@@ -91,8 +91,7 @@ func LikelihoodPlot(title string, labels []string, runs []*SymbolicRun) (*plot.P
 	if len(labels) != len(runs) {
 		return nil, fmt.Errorf("notebook: %d labels for %d runs", len(labels), len(runs))
 	}
-	p := plot.New()
-	p.Title.Text = title
+	p := figures.NewPlot(title)
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "training ℓ/T (nats per step)"
 	p.Legend.Top, p.Legend.Left = false, false
