@@ -84,7 +84,7 @@ func TestFigureReconstructionCrisp(t *testing.T) {
 	for i := range in {
 		in[i] = float32((i*7)%5) / 4 // neighbouring pixels differ
 	}
-	fig, err := ReconstructionFigure(in, in, []int{3, 1}, side, "")
+	fig, err := ReconstructionFigure(in, in, []int{3, 1}, side, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,9 @@ type Figure struct {
 	// ColWeights, if it has Cols entries, divides the width among the columns in
 	// these proportions (a tall layout gets a wider column); otherwise equally.
 	ColWeights []float64
+	// RowWeights, if it has Rows entries, divides the height among the rows in
+	// these proportions; otherwise equally.
+	RowWeights []float64
 	// Title, if set, is drawn centred above the panels.
 	Title string
 }
@@ -66,33 +69,49 @@ func (f *Figure) Draw(c draw.Canvas) {
 		return
 	}
 	t := draw.Tiles{Rows: f.Rows, Cols: f.Cols, PadX: 6, PadY: 6, PadTop: 4, PadBottom: 4, PadLeft: 4, PadRight: 4}
-	var xs []vg.Length // column left edges and the right edge, with ColWeights
-	if len(f.ColWeights) == f.Cols {
-		total := 0.0
-		for _, w := range f.ColWeights {
-			total += max(w, 0)
-		}
-		if total > 0 {
-			inner := c.Max.X - c.Min.X - t.PadLeft - t.PadRight - vg.Length(f.Cols-1)*t.PadX
-			x := c.Min.X + t.PadLeft
-			for _, w := range f.ColWeights {
-				xs = append(xs, x)
-				x += inner*vg.Length(max(w, 0)/total) + t.PadX
-			}
-			xs = append(xs, x)
-		}
-	}
+	// Column left edges and the right edge (with ColWeights); row top edges and
+	// the bottom edge (with RowWeights), each edge followed by its pad.
+	xs := weightedEdges(f.ColWeights, f.Cols, c.Min.X+t.PadLeft, c.Max.X-c.Min.X-t.PadLeft-t.PadRight, t.PadX)
+	ys := weightedEdges(f.RowWeights, f.Rows, 0, c.Max.Y-c.Min.Y-t.PadTop-t.PadBottom, t.PadY)
 	for i, p := range f.Panels {
 		if p == nil || i >= f.Rows*f.Cols {
 			continue
 		}
-		tile := t.At(c, i%f.Cols, i/f.Cols)
+		col, row := i%f.Cols, i/f.Cols
+		tile := t.At(c, col, row)
 		if xs != nil {
-			col := i % f.Cols
 			tile.Min.X, tile.Max.X = xs[col], xs[col+1]-t.PadX
+		}
+		if ys != nil {
+			top := c.Max.Y - t.PadTop
+			tile.Max.Y, tile.Min.Y = top-ys[row], top-ys[row+1]+t.PadY
 		}
 		p.Draw(tile)
 	}
+}
+
+// weightedEdges divides a length into n parts in proportion to weights (n
+// entries, not all zero; otherwise nil), pad apart: it returns the n+1 edges
+// from start, every part followed by pad.
+func weightedEdges(weights []float64, n int, start, length, pad vg.Length) []vg.Length {
+	if len(weights) != n || n == 0 {
+		return nil
+	}
+	total := 0.0
+	for _, w := range weights {
+		total += max(w, 0)
+	}
+	if !(total > 0) {
+		return nil
+	}
+	inner := length - vg.Length(n-1)*pad
+	out := make([]vg.Length, 0, n+1)
+	x := start
+	for _, w := range weights {
+		out = append(out, x)
+		x += inner*vg.Length(max(w, 0)/total) + pad
+	}
+	return append(out, x)
 }
 
 // PNG renders the figure at its natural size (see the package function PNG).

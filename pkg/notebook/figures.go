@@ -51,7 +51,8 @@ func RunReadout(res *pipeline.Result) (*figures.Readout, error) {
 }
 
 // Reconstructions draws paper Figure 4 for a pixel run: the first n images of its
-// held-out episode above the VQ-VAE's reconstructions, each labelled with its token.
+// held-out episode above the VQ-VAE's reconstructions, each labelled with its token,
+// and the episode's token key (which classes each token holds).
 func Reconstructions(res *pipeline.Result, n int) error {
 	h, err := DecodeHeldOut(res)
 	if err != nil {
@@ -67,11 +68,16 @@ func Reconstructions(res *pipeline.Result, n int) error {
 	if err != nil {
 		return err
 	}
-	img, err := figures.Reconstructions(in, rec, tokens, h.Side, 2)
+	key, err := experiment.HeldOutKey(h)
 	if err != nil {
 		return err
 	}
-	return Image(img)
+	fig, err := figures.ReconstructionFigure(in, rec, tokens, h.Side,
+		fmt.Sprintf("%s seed %d: the first %d held-out images", res.Config.Env, res.Config.Seed, n), key)
+	if err != nil {
+		return err
+	}
+	return Show(fig)
 }
 
 // History returns a pixel run's loss history (history.jsonl) as figures.Record for
