@@ -152,8 +152,8 @@ func roundSig(v float64, digits int) float64 {
 // legendKey is one entry of a legendStrip: a line sample and its label.
 type legendKey struct {
 	color  color.Color
-	dashed bool
-	width  vg.Length // line width; 0: 1.5
+	dashes []vg.Length // nil: solid
+	width  vg.Length   // line width; 0: 1.5
 	label  string
 }
 
@@ -208,9 +208,7 @@ func (l legendStrip) Draw(c draw.Canvas) {
 		if k.width > 0 {
 			ls.Width = k.width
 		}
-		if k.dashed {
-			ls.Dashes = []vg.Length{4, 3}
-		}
+		ls.Dashes = k.dashes
 		c.StrokeLine2(ls, x, y, x+legendSample, y)
 		c.FillText(sty, vg.Point{X: x + legendSample + 4, Y: y}, k.label)
 	}
