@@ -245,8 +245,10 @@ func (p reconPanel) Draw(c vgdraw.Canvas) {
 			drawPixels(c, vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[r] - cell}, Max: vg.Point{X: x + cell, Y: rowTop[r]}}, img)
 		}
 		bottom := rowTop[1] - cell - reconTokenPt*s
-		if col, ok := p.key.Color(p.tokens[i]); ok {
-			fillRect(c, vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[1] - cell - 4*s}, Max: vg.Point{X: x + cell, Y: rowTop[1] - cell - 1*s}}, col)
+		if col, ok := p.key.Color(p.tokens[i]); ok { // outlined: pale colours stay visible
+			bar := vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[1] - cell - 5*s}, Max: vg.Point{X: x + cell, Y: rowTop[1] - cell - 1*s}}
+			fillRect(c, bar, col)
+			strokeRect(c, bar, vgdraw.LineStyle{Color: lineColor, Width: 0.4})
 		}
 		c.FillText(tok, vg.Point{X: x + cell/2, Y: bottom + 1*s}, fmt.Sprintf("t%d", p.tokens[i]))
 	}

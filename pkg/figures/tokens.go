@@ -187,7 +187,9 @@ func percent(n, of int) string {
 }
 
 // TokenKeyPanel draws a TokenKey: a title, then per token a swatch of its colour
-// and its label (TokenEntry.Label), flowing into as many columns as fit.
+// and its label (TokenEntry.Label), flowing into as many columns as fit; where
+// even one label is wider than the panel, one column of labels wrapped at their
+// " · " separators. Title and note wrap at spaces.
 type TokenKeyPanel struct {
 	Key   *TokenKey
 	Title string // "" draws keyTitle
@@ -198,41 +200,95 @@ const keyTitle = "tokens → the classes of their images (share of the token's f
 
 // Geometry of TokenKeyPanel (points).
 const (
-	keyRowH   = 12 // one entry
+	keyRowH   = 12 // one line of an entry
 	keySwatch = 8  // the colour square
 	keyGapX   = 12 // between columns of entries
 )
+
+// keyCell is where TokenKeyPanel draws one entry: column, first line, lines.
+type keyCell struct {
+	col, row int
+	lines    []string
+}
+
+// title is the panel's title.
+func (p TokenKeyPanel) title() string {
+	if p.Title != "" {
+		return p.Title
+	}
+	return keyTitle
+}
+
+// head returns the lines of the title and of the note at width w.
+func (p TokenKeyPanel) head(w vg.Length) (title, note []string) {
+	title = wrapText(p.title(), " ", textStyle(sizeText, color.Black, draw.XLeft, draw.YTop), w)
+	if p.Key.Note != "" {
+		note = wrapText(p.Key.Note, " ", textStyle(sizeNote, color.Black, draw.XLeft, draw.YTop), w)
+	}
+	return title, note
+}
+
+// headHeight is the height of the title and note lines at width w.
+func (p TokenKeyPanel) headHeight(w vg.Length) vg.Length {
+	title, note := p.head(w)
+	h := vg.Length(len(title))*textStyle(sizeText, color.Black, draw.XLeft, draw.YTop).Height("M") + 3
+	if len(note) > 0 {
+		h += vg.Length(len(note))*textStyle(sizeNote, color.Black, draw.XLeft, draw.YTop).Height("M") + 2
+	}
+	return h
+}
 
 // Height returns the panel's height at width w.
 func (p TokenKeyPanel) Height(w vg.Length) vg.Length {
 	if p.Key == nil || len(p.Key.Entries) == 0 {
 		return 0
 	}
-	rows, _ := p.layout(w)
-	h := p.headHeight(w) + vg.Length(rows)*keyRowH + 4
-	return h
+	_, rows, _ := p.layout(w)
+	return p.headHeight(w) + vg.Length(rows)*keyRowH + 4
 }
 
-// headHeight is the height of the title (and note) lines.
-func (p TokenKeyPanel) headHeight(w vg.Length) vg.Length {
-	h := textStyle(sizeText, color.Black, draw.XLeft, draw.YTop).Height("M") + 3
-	if p.Key.Note != "" {
-		h += textStyle(sizeNote, color.Black, draw.XLeft, draw.YTop).Height("M") + 2
-	}
-	return h
-}
-
-// layout returns the number of rows and the column width: entries fill columns of
-// equal width (the widest label), top to bottom, as many columns as fit in w.
-func (p TokenKeyPanel) layout(w vg.Length) (rows int, colW vg.Length) {
+// layout places the entries at width w: columns of equal width (the widest label)
+// filled top to bottom, as many as fit; or, where the widest label does not fit,
+// one column of wrapped labels. It returns the cells, the number of lines and the
+// column width.
+func (p TokenKeyPanel) layout(w vg.Length) (cells []keyCell, rows int, colW vg.Length) {
 	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
 	for _, e := range p.Key.Entries {
 		colW = max(colW, keySwatch+4+sty.Width(e.Label()))
 	}
-	cols := max(1, int((w+keyGapX)/(colW+keyGapX)))
 	n := len(p.Key.Entries)
-	cols = min(cols, n)
-	return (n + cols - 1) / cols, colW
+	if colW <= w {
+		cols := min(n, max(1, int((w+keyGapX)/(colW+keyGapX))))
+		rows = (n + cols - 1) / cols
+		for i, e := range p.Key.Entries {
+			cells = append(cells, keyCell{col: i / rows, row: i % rows, lines: []string{e.Label()}})
+		}
+		return cells, rows, colW
+	}
+	for _, e := range p.Key.Entries {
+		lines := wrapText(e.Label(), " · ", sty, w-keySwatch-4)
+		cells = append(cells, keyCell{row: rows, lines: lines})
+		rows += len(lines)
+	}
+	return cells, rows, w
+}
+
+// wrapText breaks text at sep into lines no wider than w in sty (a part wider
+// than w alone gets a line of its own); continuation lines start with the part
+// after the separator.
+func wrapText(text, sep string, sty draw.TextStyle, w vg.Length) []string {
+	parts := strings.Split(text, sep)
+	var lines []string
+	cur := parts[0]
+	for _, part := range parts[1:] {
+		if next := cur + sep + part; sty.Width(next) <= w {
+			cur = next
+			continue
+		}
+		lines = append(lines, cur+strings.TrimRight(sep, " "))
+		cur = part
+	}
+	return append(lines, cur)
 }
 
 // Draw implements Panel.
@@ -241,37 +297,33 @@ func (p TokenKeyPanel) Draw(c draw.Canvas) {
 		return
 	}
 	w := c.Max.X - c.Min.X
-	title := p.Title
-	if title == "" {
-		title = keyTitle
-	}
-	head := textStyle(sizeText, color.Black, draw.XLeft, draw.YTop)
-	if tw := head.Width(title); tw > w && w > 0 {
-		head.Font.Size = max(head.Font.Size*w/tw, sizeMinText)
-	}
+	title, note := p.head(w)
 	y := c.Max.Y
-	c.FillText(head, vg.Point{X: c.Min.X, Y: y}, title)
-	y -= textStyle(sizeText, color.Black, draw.XLeft, draw.YTop).Height("M") + 3
-	if p.Key.Note != "" {
-		note := textStyle(sizeNote, color.Gray{0x50}, draw.XLeft, draw.YTop)
-		if tw := note.Width(p.Key.Note); tw > w && w > 0 {
-			note.Font.Size = max(note.Font.Size*w/tw, sizeMinText)
+	head := textStyle(sizeText, color.Black, draw.XLeft, draw.YTop)
+	for _, line := range title {
+		c.FillText(head, vg.Point{X: c.Min.X, Y: y}, line)
+		y -= head.Height(line)
+	}
+	y -= 3
+	if len(note) > 0 {
+		sty := textStyle(sizeNote, color.Gray{0x50}, draw.XLeft, draw.YTop)
+		for _, line := range note {
+			c.FillText(sty, vg.Point{X: c.Min.X, Y: y}, line)
+			y -= sty.Height(line)
 		}
-		c.FillText(note, vg.Point{X: c.Min.X, Y: y}, p.Key.Note)
-		y -= textStyle(sizeNote, color.Black, draw.XLeft, draw.YTop).Height("M") + 2
+		y -= 2
 	}
-	rows, colW := p.layout(w)
+	cells, _, colW := p.layout(w)
 	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
-	if colW > w && w > 0 { // a single column narrower than its labels: shrink them
-		sty.Font.Size = max(sty.Font.Size*w/colW, sizeMinText)
-	}
 	for i, e := range p.Key.Entries {
-		col, row := i/rows, i%rows
-		x := c.Min.X + vg.Length(col)*(colW+keyGapX)
-		yc := y - keyRowH/2 - vg.Length(row)*keyRowH
+		cell := cells[i]
+		x := c.Min.X + vg.Length(cell.col)*(colW+keyGapX)
+		yc := y - keyRowH/2 - vg.Length(cell.row)*keyRowH
 		sw := vg.Rectangle{Min: vg.Point{X: x, Y: yc - keySwatch/2}, Max: vg.Point{X: x + keySwatch, Y: yc + keySwatch/2}}
 		fillRect(c, sw, e.Color)
 		strokeRect(c, sw, draw.LineStyle{Color: lineColor, Width: 0.4})
-		c.FillText(sty, vg.Point{X: x + keySwatch + 4, Y: yc}, e.Label())
+		for j, line := range cell.lines {
+			c.FillText(sty, vg.Point{X: x + keySwatch + 4, Y: yc - vg.Length(j)*keyRowH}, line)
+		}
 	}
 }

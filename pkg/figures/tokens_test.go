@@ -271,3 +271,45 @@ func TestFigureImageMapsTight(t *testing.T) {
 		t.Errorf("Figure 5 is %.0f pixels wide", px)
 	}
 }
+
+// TestTokenKeyWraps: a key narrower than its longest label draws one column of
+// labels wrapped at " · ", every line within the width and nothing lost; a wide
+// key puts the entries side by side on one line each.
+func TestTokenKeyWraps(t *testing.T) {
+	var tokens, classes []int
+	for c := range 10 { // token 4 holds all ten digits, 10% each
+		for range 10 {
+			tokens, classes = append(tokens, 4), append(classes, c)
+		}
+	}
+	tokens, classes = append(tokens, 1, 1), append(classes, 7, 7)
+	key, err := NewTokenKey(tokens, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := TokenKeyPanel{Key: key}
+	sty := textStyle(sizeText, nil, draw.XLeft, draw.YCenter)
+	const narrow = 120
+	cells, rows, _ := p.layout(narrow)
+	var joined []string
+	for i, cell := range cells {
+		if cell.col != 0 {
+			t.Errorf("entry %d in column %d of a narrow key", i, cell.col)
+		}
+		for _, line := range cell.lines {
+			if w := sty.Width(line); w > narrow-keySwatch-4 {
+				t.Errorf("line %q is %.1f points wide, more than %d", line, w, narrow-keySwatch-4)
+			}
+		}
+		joined = append(joined, strings.Join(cell.lines, " "))
+	}
+	if rows <= len(cells) || joined[1] != key.Entries[1].Label() {
+		t.Errorf("%d lines; token 4 wrapped as %q, want its label %q", rows, joined[1], key.Entries[1].Label())
+	}
+	if _, rows, _ := p.layout(2000); rows != 1 {
+		t.Errorf("a 2000-point key takes %d lines, want 1", rows)
+	}
+	if h := p.Height(narrow); h < vg.Length(rows)*keyRowH {
+		t.Errorf("height %.1f for %d lines", h, rows)
+	}
+}
