@@ -135,7 +135,7 @@ func WriteReconstructionsPNG(path string, inputs, recons []float32, tokens []int
 // their VQ-VAE reconstructions, the token of each column under it ("t3", over a
 // bar of the token's colour), row labels on the left, wrapped into blocks of at
 // most reconPerRow(side) columns so that the figure is at most reconMaxW points
-// (1000 PNG pixels) wide and its labels stay sizeText (16 PNG pixels) high at
+// (1000 PNG pixels) wide and its labels stay sizeLabel (18 PNG pixels) high at
 // that width; under title. key, if not nil, gives the token colours and is drawn
 // under the images (TokenKeyPanel: which classes each token holds). Every image
 // pixel is a sharp-edged block of reconPixel(side) points (nearest-neighbour
@@ -226,7 +226,7 @@ func (p reconPanel) Draw(c vgdraw.Canvas) {
 	gap := reconGapPt * s
 	block := 2*cell + gap + reconTokenPt*s + reconBlockGap*s
 	lab := textStyle(sizeLabel*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
-	tok := textStyle(sizeText*s, color.Black, vgdraw.XCenter, vgdraw.YBottom)
+	tok := textStyle(sizeLabel*s, color.Black, vgdraw.XCenter, vgdraw.YBottom)
 	for i := range n {
 		b, col := i/cols, i%cols
 		top := c.Max.Y - vg.Length(b)*block
