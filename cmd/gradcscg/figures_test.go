@@ -49,15 +49,16 @@ func TestFiguresBadArguments(t *testing.T) {
 	if err := os.MkdirAll(models, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := chmm.New([]int{1, 1}, 4, nil) // square has 25 symbols
-	if err := m.Save(filepath.Join(models, "square.model")); err != nil {
+	first := experiment.SymbolicFigureEnvs[0]
+	m := chmm.New([]int{1, 1}, 4, nil) // 2 symbols: the figure's rooms show more
+	if err := m.Save(filepath.Join(models, first+".model")); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut = run(t, "figures", "--runs", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "out"), "--models", models, "--quiet")
 	if code != 1 {
 		t.Errorf("misfit model: exit %d", code)
 	}
-	oneCleanError(t, errOut, "square.model")
+	oneCleanError(t, errOut, first+".model")
 }
 
 // TestFiguresLayoutsSymbolicAndSkips draws the layout figures and Figure 3 from

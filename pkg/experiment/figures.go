@@ -69,18 +69,21 @@ func DecodeHeldOut(res *pipeline.Result) (*DecodedHeldOut, error) {
 
 // RunReadout reads a pixel run's map for paper Figure 5 (figures.NewReadout): the
 // held-out Viterbi path (DecodeHeldOut) assigned to places, the recovered graph from the
-// path's transitions, and as each token's picture the held-out image whose latent lies
-// nearest to the token's code vector (figures.TokenImages; the decoded code where no
-// image has the token).
+// path's transitions, the token key of the held-out frames (which classes each token
+// holds), as each token's picture the held-out image whose latent lies nearest to the
+// token's code vector (figures.TokenImages; the decoded code where no image has the
+// token), and per token and class the nearest such image of that class
+// (figures.TokenClassImages), which Figure 5c draws.
 func RunReadout(res *pipeline.Result) (*figures.Readout, *DecodedHeldOut, error) {
 	h, err := DecodeHeldOut(res)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := figures.NewReadout(h.Env, res.HMM, h.Episode.Places, h.States, figures.ReadoutOptions{})
+	r, err := figures.NewReadout(h.Env, res.HMM, h.Episode.Places, h.States, figures.ReadoutOptions{FrameTokens: h.Tokens})
 	if err != nil {
 		return nil, nil, err
 	}
+	r.Key.Note = heldOutNote(h)
 	decoded, nearest, err := figures.TokenImages(res.VQVAE, h.Images, h.Side)
 	if err != nil {
 		return nil, nil, err
@@ -91,6 +94,9 @@ func RunReadout(res *pipeline.Result) (*figures.Readout, *DecodedHeldOut, error)
 		}
 	}
 	r.TokenImages, r.ImageSide = nearest, h.Side
+	if r.TokenClassImages, err = figures.TokenClassImages(res.VQVAE, h.Images, h.Episode.Obs, h.Side); err != nil {
+		return nil, nil, err
+	}
 	r.Title = fmt.Sprintf("%s seed %d", res.Config.Env, res.Config.Seed)
 	if res.Config.Dataset != "mnist" {
 		r.Title += " (" + res.Config.Dataset + ")"
@@ -98,9 +104,26 @@ func RunReadout(res *pipeline.Result) (*figures.Readout, *DecodedHeldOut, error)
 	return r, h, nil
 }
 
+// HeldOutKey is the token key of a decoded held-out episode (figures.NewTokenKey): the
+// classes of the frames each hard token holds.
+func HeldOutKey(h *DecodedHeldOut) (*figures.TokenKey, error) {
+	key, err := figures.NewTokenKey(h.Tokens, h.Episode.Obs)
+	if err != nil {
+		return nil, err
+	}
+	key.Note = heldOutNote(h)
+	return key, nil
+}
+
+// heldOutNote says where a held-out token key's counts come from.
+func heldOutNote(h *DecodedHeldOut) string {
+	return fmt.Sprintf("counted on the %d frames of the held-out episode (test-split images); labels used only to draw", len(h.Tokens))
+}
+
 // ClassReconstructions is paper Figure 4 for a run: two test-split images of every class
 // its environment shows (drawn from the run's seed) above the VQ-VAE's reconstructions
-// through their hard codes, labelled with the token.
+// through their hard codes, labelled with the token, and the held-out episode's token
+// key (HeldOutKey).
 func ClassReconstructions(res *pipeline.Result, h *DecodedHeldOut) (*figures.Figure, error) {
 	rng := rand.New(rand.NewPCG(res.Config.Seed, 0xf164))
 	var sel []int
@@ -114,12 +137,18 @@ func ClassReconstructions(res *pipeline.Result, h *DecodedHeldOut) (*figures.Fig
 	if err != nil {
 		return nil, err
 	}
+	key, err := HeldOutKey(h)
+	if err != nil {
+		return nil, err
+	}
 	return figures.ReconstructionFigure(in, rec, tok, h.Side,
-		fmt.Sprintf("Reconstructions: %s seed %d (held-out images, 2 per class)", res.Config.Env, res.Config.Seed))
+		fmt.Sprintf("Reconstructions: %s seed %d (held-out images, 2 per class)", res.Config.Env, res.Config.Seed), key)
 }
 
-// SymbolicFigureEnvs are the environments of paper Figure 3.
-var SymbolicFigureEnvs = []string{"square", "uniform_interior", "three_rooms"}
+// SymbolicFigureEnvs are the environments of paper Figure 3: the heavily aliased
+// room of George et al.'s Fig. 2a,b (4 symbols on 48 cells), the uniform interior
+// and the three rooms stitched by transitive inference.
+var SymbolicFigureEnvs = []string{"cscg_rectangular", "uniform_interior", "three_rooms"}
 
 // SymbolicReadout is the Figure 3 read-out of a built-in environment: the symbolic
 // suite's gradient map of seed (so the figure shows the map results/symbolic.md scores)

@@ -517,7 +517,7 @@ func mse(a, b []float32) float64 {
 }
 
 // writeRecon writes the reconstructions figure of the first two held-out frames of
-// every class, in class order.
+// every class, in class order, with the token key of all held-out frames.
 func writeRecon(path string, d *vqData, recon []float32, tokens []int) error {
 	const perClass = 2
 	p := 28 * 28
@@ -537,7 +537,16 @@ func writeRecon(path string, d *vqData, recon []float32, tokens []int) error {
 		out = append(out, recon[i*p:(i+1)*p]...)
 		tok = append(tok, tokens[i])
 	}
-	return figures.WriteReconstructionsPNG(path, in, out, tok, 28)
+	key, err := figures.NewTokenKey(tokens, d.testClasses)
+	if err != nil {
+		return err
+	}
+	key.Note = fmt.Sprintf("counted on the %d held-out frames (test-split images); labels used only to draw", len(tokens))
+	fig, err := figures.ReconstructionFigure(in, out, tok, 28, "", key)
+	if err != nil {
+		return err
+	}
+	return fig.Save(path)
 }
 
 // WriteJSON writes the report (atomically).

@@ -9,20 +9,42 @@
 //     keep square cells and fill their tiles (rows of equal height, widths in
 //     proportion to each grid's shape).
 //   - Figure 3, MapComparison: per environment the true place graph (nodes coloured by
-//     class) above the recovered clone graph (nodes coloured by the class of the token
-//     they emit), from a Readout.
+//     class) above the recovered clone graph (nodes filled with the colour of the token
+//     they emit and labelled with the class of their assigned place), from a Readout;
+//     a row of token keys where some token holds several classes.
 //   - Figure 4, ReconstructionFigure (vector labels; the raster Reconstructions
-//     and WriteReconstructionsPNG draw the same as a PNG image): input images
-//     above their VQ-VAE reconstructions, each annotated with its token.
+//     and WriteReconstructionsPNG draw the strip alone as a PNG image): input images
+//     above their VQ-VAE reconstructions, each annotated with its token and its
+//     token's colour, wrapped into rows at most 1000 PNG pixels wide, above the
+//     token key.
 //   - Figure 5, ImageMaps: per pipeline run (a) the layout, (b) the decoded clones at
-//     their assigned places (ClonePlacesPanel) and (c) the recovered graph with every
-//     node drawn as its token's image (TokenImages: the decoder's output D(e_k)),
-//     sized to 0.8 × the median nearest-neighbour distance of the layout.
+//     their assigned places (ClonePlacesPanel), (c) the recovered graph with every
+//     node drawn as an image of its place's class that its token holds
+//     (TokenClassImages; else its token's image, TokenImages), framed in its token's
+//     colour and sized to 0.8 × the median nearest-neighbour distance of the layout,
+//     and (d) the token key. Columns are as wide as their grids' shapes make them at
+//     one common height, so every panel fills its tile.
 //   - Figure 6, TrainingDynamics: every term of history.jsonl (ReadHistory) against the
-//     step, phases shaded, rollbacks marked by dashed lines named once in the legend.
+//     step, phases shaded, events marked by vertical lines of one fixed colour and dash
+//     pattern per kind (rollbacks red), each kind named once in the legend.
 //   - Table 4, ThresholdSweep: projected-map precision, recall and F1 against the
 //     threshold η (log axis) for one or more evaluate.Reports, with the Viterbi-path
-//     map's score as a dashed reference.
+//     map's score as a pale band of the run's colour under its line.
+//
+// # Tokens
+//
+// A TokenKey (NewTokenKey) counts, on a decoded episode, the classes of the frames
+// each token holds; the labels are used only to draw. It gives every token its
+// colour (the colour of its majority class, distinct colours for further tokens of
+// that class) and is the legend (TokenKeyPanel) of every figure that shows tokens:
+// "t4 (2480 frames): 2 50% · 3 45% · 5 5%" says that token 4 holds twos, threes and
+// some fives.
+//
+// # Style
+//
+// One text family and one set of sizes (style.go) serve every figure; NewPlot makes
+// a line plot in that style (gonum's default face is a serif), for this package's
+// plots and the notebooks'.
 //
 // # Reading a map off a model
 //

@@ -10,10 +10,10 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -132,9 +132,10 @@ type dynPanel struct {
 // penalty, λ_t and the codebook perplexity, and where it was measured (the
 // label-free stop) the token churn at the checkpoints. Each term is drawn in the phases
 // where it is recorded (not all zero), raw in a light line and as a moving average;
-// the phases are shaded and named, and events (perception rollbacks) are marked
-// by dashed vertical lines through every panel, named once in the legend under
-// the plots (with the terms of the top panel).
+// the phases are shaded and named, and events are marked by vertical lines
+// through every panel, one colour and dash pattern per kind of event, the same in
+// every figure (eventKinds: rollbacks red, pruning purple, …), each kind named
+// once in the legend under the plots, in eventKinds order.
 func TrainingDynamics(h []Record) (*Figure, error) {
 	if len(h) == 0 {
 		return nil, errors.New("figures.TrainingDynamics: empty history")
@@ -164,35 +165,11 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 			xOf[i] = float64(p) + float64(i-sp.From+1)/n
 		}
 	}
-	// Events, one colour per kind (label) in order of appearance.
-	var events []event
-	var kinds []legendKey
-	var counts []int
-	kindOf := map[string]int{}
-	for i, r := range h {
-		if r.Event == "" {
-			continue
-		}
-		label := eventLabel(r.Event)
-		k, ok := kindOf[label]
-		if !ok {
-			k = len(kinds)
-			kindOf[label] = k
-			kinds = append(kinds, legendKey{color: eventColors[k%len(eventColors)], dashed: true, label: label})
-			counts = append(counts, 0)
-		}
-		counts[k]++
-		events = append(events, event{x: xOf[i], color: kinds[k].color})
-	}
-	for k, n := range counts { // "rollback (×3)"
-		if n > 1 {
-			kinds[k].label = fmt.Sprintf("%s (×%d)", kinds[k].label, n)
-		}
-	}
+	events, kinds := historyEvents(h, xOf)
 	var keys []legendKey
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, pan := range panels {
-		p := newPlot(pan.title)
+		p := NewPlot(pan.title)
 		p.X.Min, p.X.Max = 0, float64(len(spans))
 		p.X.Tick.Marker = phaseTicks{spans: spans, labels: pi == len(panels)-1}
 		if pi == len(panels)-1 {
@@ -255,7 +232,7 @@ func TrainingDynamics(h []Record) (*Figure, error) {
 					// where the pruning line usually is).
 					p.Legend.Add(term.name, smooth)
 					p.Legend.Top, p.Legend.YOffs, p.Legend.XOffs = true, -vg.Length(14), -vg.Length(70)
-					p.Legend.TextStyle.Font.Size = 8
+					p.Legend.TextStyle.Font.Size = sizeText
 					first = false
 				}
 			}
@@ -316,34 +293,98 @@ type phaseShading struct {
 	names  bool
 }
 
-// event is a history event at x (the phase-scaled axis), drawn in color.
+// event is a history event at x (the phase-scaled axis), drawn in its kind's style.
 type event struct {
-	x     float64
-	color color.Color
+	x    float64
+	kind int // index into eventKinds
 }
 
-// eventColors mark the kinds of events in turn (perception rollbacks first).
-var eventColors = []color.Color{eventColor, color.RGBA{0x6a, 0x3d, 0x9a, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff}}
+// eventKind is a kind of history event: how to recognise its text, its legend
+// label and its line, the same in every figure.
+type eventKind struct {
+	match  func(text string) bool
+	label  string
+	color  color.RGBA
+	dashes []vg.Length
+}
 
-// eventLabel shortens an event text for the legend: the pipeline's collapse
-// events are perception rollbacks (the best perception snapshot restored, λ
-// scaled down).
-func eventLabel(text string) string {
-	switch {
-	case strings.Contains(text, "intervention:"):
-		return "rollback to a healthy checkpoint (anti-collapse)"
-	case strings.HasPrefix(text, "non-finite step"):
-		return "non-finite step not applied"
-	case strings.Contains(text, "α_div anneal starts"):
-		return "tokens settled: α_div anneal starts"
-	case strings.Contains(text, "joint phase ends"):
-		return "tokens settled: joint phase ends"
+// eventKinds are the kinds of events the pipeline records, in legend order; the
+// last matches every other text. Rollbacks are red.
+var eventKinds = []eventKind{
+	{func(t string) bool { return strings.HasPrefix(t, "intervention:") }, "rollback to a healthy checkpoint (anti-collapse)",
+		eventColor, []vg.Length{4, 2}},
+	{func(t string) bool { return strings.HasPrefix(t, "collapse") }, "perception rollback (codebook collapse)",
+		color.RGBA{0xf0, 0x80, 0x80, 0xff}, []vg.Length{1.5, 1.5}},
+	{func(t string) bool { return strings.HasPrefix(t, "non-finite step") }, "non-finite step not applied",
+		color.RGBA{0x20, 0x20, 0x20, 0xff}, []vg.Length{1, 2}},
+	{func(t string) bool { return strings.Contains(t, "α_div anneal starts") }, "tokens settled: α_div anneal starts",
+		color.RGBA{0x2c, 0xa0, 0x2c, 0xff}, []vg.Length{4, 2}},
+	{func(t string) bool { return strings.Contains(t, "joint phase ends") }, "tokens settled: joint phase ends",
+		color.RGBA{0x00, 0x5a, 0x00, 0xff}, []vg.Length{6, 2}},
+	{func(t string) bool { return strings.HasPrefix(t, "budget ×2") }, "clone budget doubled",
+		color.RGBA{0x1f, 0x5f, 0xd6, 0xff}, []vg.Length{4, 2}},
+	{func(t string) bool { return strings.HasPrefix(t, "pruned ") }, "unvisited states pruned",
+		color.RGBA{0x6a, 0x3d, 0x9a, 0xff}, []vg.Length{4, 2}},
+	{func(string) bool { return true }, "other event",
+		color.RGBA{0x8c, 0x56, 0x4b, 0xff}, []vg.Length{2, 2}},
+}
+
+// eventKindOf returns the index in eventKinds of one event text.
+func eventKindOf(text string) int {
+	for i, k := range eventKinds {
+		if k.match(text) {
+			return i
+		}
 	}
-	if strings.HasPrefix(text, "collapse") {
-		return "perception rollback (codebook collapse)"
+	return len(eventKinds) - 1
+}
+
+// historyEvents returns the events of h (a record's Event may join several with
+// "; ") at their x positions xOf, and the legend keys of the kinds that occur, in
+// eventKinds order: the label, with its count when the kind occurs more than once
+// ("(×3)"); a kind that occurs once with a short text of its own (pruned 21
+// states, an unknown event) shows that text.
+func historyEvents(h []Record, xOf []float64) ([]event, []legendKey) {
+	var events []event
+	counts := make([]int, len(eventKinds))
+	texts := make([]string, len(eventKinds))
+	for i, r := range h {
+		if r.Event == "" {
+			continue
+		}
+		for _, text := range strings.Split(r.Event, "; ") {
+			text = strings.TrimSpace(text)
+			if text == "" {
+				continue
+			}
+			k := eventKindOf(text)
+			counts[k]++
+			texts[k] = text
+			events = append(events, event{x: xOf[i], kind: k})
+		}
 	}
-	if r := []rune(text); len(r) > 24 {
-		return string(r[:24]) + "…"
+	var keys []legendKey
+	for k, n := range counts {
+		if n == 0 {
+			continue
+		}
+		kind := eventKinds[k]
+		label := kind.label
+		switch {
+		case n > 1:
+			label = fmt.Sprintf("%s (×%d)", label, n)
+		case k == len(eventKinds)-1 || strings.HasPrefix(texts[k], "pruned "):
+			label = shorten(texts[k], 32)
+		}
+		keys = append(keys, legendKey{color: kind.color, dashes: kind.dashes, label: label})
+	}
+	return events, keys
+}
+
+// shorten cuts text to at most n runes, marking a cut with "…".
+func shorten(text string, n int) string {
+	if r := []rune(text); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
 	return text
 }
@@ -362,16 +403,17 @@ func (s *phaseShading) Plot(c draw.Canvas, p *plot.Plot) {
 			if name == "" {
 				name = sp.Phase
 			}
-			sty := textStyle(7.5, color.Gray{0x40}, draw.XLeft, draw.YTop)
+			sty := textStyle(sizeNote, color.Gray{0x40}, draw.XLeft, draw.YTop)
 			if sty.Width(name) > x1-x0-4 {
-				sty.Font.Size = max(7.5*(x1-x0-4)/sty.Width(name), 4)
+				sty.Font.Size = max(sizeNote*(x1-x0-4)/sty.Width(name), sizeMinText)
 			}
 			c.FillText(sty, vg.Point{X: x0 + 2, Y: c.Max.Y - 2}, name)
 		}
 	}
 	for _, e := range s.events {
 		x := trX(e.x)
-		c.StrokeLine2(draw.LineStyle{Color: e.color, Width: 0.9, Dashes: []vg.Length{3, 2}}, x, c.Min.Y, x, c.Max.Y)
+		k := eventKinds[e.kind]
+		c.StrokeLine2(draw.LineStyle{Color: k.color, Width: 1, Dashes: k.dashes}, x, c.Min.Y, x, c.Max.Y)
 	}
 }
 
@@ -396,6 +438,9 @@ func (t phaseTicks) Ticks(lo, hi float64) []plot.Tick {
 			if x < lo || x > hi {
 				continue
 			}
+			if tk.Label != "" { // whole step numbers: "250", not "250.00"
+				tk.Label = strconv.FormatFloat(tk.Value, 'f', -1, 64)
+			}
 			if !t.labels {
 				tk.Label = ""
 			}
@@ -404,20 +449,6 @@ func (t phaseTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return out
-}
-
-// newPlot returns a plot with the package's sans-serif fonts and the given title.
-func newPlot(title string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	p.Title.TextStyle.Font = font.From(sans, 10)
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font = font.From(sans, 9)
-		ax.Tick.Label.Font = font.From(sans, 8)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 8)
-	return p
 }
 
 // alignedPlots draws a grid of plots with aligned data areas (plot.Align).

@@ -225,7 +225,7 @@ func TestFiguresRender(t *testing.T) {
 		{"layouts", func() (*Figure, error) { return Layouts(aliased, three) }},
 		{"map comparison", func() (*Figure, error) { return MapComparison(ra, rg) }},
 		{"image maps", func() (*Figure, error) { return ImageMaps(ra, rg) }},
-		{"reconstructions", func() (*Figure, error) { return ReconstructionFigure(in, rec, []int{0, 1, 2}, side, "recon") }},
+		{"reconstructions", func() (*Figure, error) { return ReconstructionFigure(in, rec, []int{0, 1, 2}, side, "recon", nil) }},
 		{"training dynamics", func() (*Figure, error) { return TrainingDynamics(hist) }},
 		{"threshold sweep", func() (*Figure, error) { return ThresholdSweep(reports...) }},
 	} {

@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +86,7 @@ func TestFigureReconstructionCrisp(t *testing.T) {
 	for i := range in {
 		in[i] = float32((i*7)%5) / 4 // neighbouring pixels differ
 	}
-	fig, err := ReconstructionFigure(in, in, []int{3, 1}, side, "")
+	fig, err := ReconstructionFigure(in, in, []int{3, 1}, side, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,78 @@ func TestFigureDynamicsChurn(t *testing.T) {
 	if n := len(st.top.(alignedPlots)); n != 6 {
 		t.Fatalf("with churn: %d panels, want 6", n)
 	}
-	if got := st.bottom.(legendStrip)[0].label; got != "tokens settled: α_div anneal starts" {
-		t.Errorf("event named %q", got)
+	var labels []string
+	for _, k := range st.bottom.(legendStrip) {
+		labels = append(labels, k.label)
+	}
+	if !slices.Contains(labels, "tokens settled: α_div anneal starts") {
+		t.Errorf("events named %q", labels)
+	}
+}
+
+// TestFigureDynamicsEventColorsStable: an event kind has one colour and dash
+// pattern in every figure, whatever the other events and their order (a pruning
+// is purple after a rollback and after a non-finite step alike), rollbacks are
+// red, and the legend lists kinds in a fixed order.
+func TestFigureDynamicsEventColorsStable(t *testing.T) {
+	a := syntheticHistory() // a collapse rollback at joint step 13
+	a[75].Event = "intervention: collapse at joint iteration 16: rolled back to iteration 10"
+	a[100].Event = "pruned 21 states"
+	b := syntheticHistory()
+	b[61].Event = "non-finite step not applied (loss NaN)"
+	b[65].Event = "tokens settled (churn 0.01 ≤ 0.02): α_div anneal starts; budget ×2: 3/40 unused"
+	b[72].Event = ""
+	b[95].Event = "pruned 3 states"
+	b[110].Event = "intervention: collapse at joint iteration 40: rolled back to iteration 30"
+	legend := func(h []Record) map[string]legendKey {
+		fig, err := TrainingDynamics(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]legendKey{}
+		for _, k := range fig.Panels[0].(stacked).bottom.(legendStrip) {
+			out[strings.Fields(k.label)[0]] = k
+		}
+		return out
+	}
+	la, lb := legend(a), legend(b)
+	for _, word := range []string{"rollback", "pruned"} {
+		ka, okA := la[word]
+		kb, okB := lb[word]
+		if !okA || !okB {
+			t.Fatalf("%q missing from a legend: %v / %v", word, la, lb)
+		}
+		if ka.color != kb.color || !reflect.DeepEqual(ka.dashes, kb.dashes) {
+			t.Errorf("%q drawn %v %v in one figure and %v %v in the other", word, ka.color, ka.dashes, kb.color, kb.dashes)
+		}
+	}
+	if la["rollback"].color != eventColor {
+		t.Errorf("rollback drawn %v, want red %v", la["rollback"].color, eventColor)
+	}
+	if la["pruned"].color == la["rollback"].color || la["perception"].color == la["pruned"].color {
+		t.Error("different kinds share a colour")
+	}
+	if len(lb) != 5 { // non-finite, tokens settled, budget, pruned, rollback: a joined event is two
+		t.Errorf("legend of b: %v, want 5 kinds", lb)
+	}
+	// The markers drawn in the plots take their kind's colour too.
+	events, _ := historyEvents(b, make([]float64, len(b)))
+	for _, e := range events {
+		if k := eventKinds[e.kind]; k.label == "unvisited states pruned" && k.color != la["pruned"].color {
+			t.Errorf("pruning marker %v", k.color)
+		}
+	}
+	fig, err := TrainingDynamics(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, k := range fig.Panels[0].(stacked).bottom.(legendStrip) {
+		order = append(order, k.label)
+	}
+	want := []string{"rollback to a healthy checkpoint (anti-collapse)", "non-finite step not applied",
+		"tokens settled: α_div anneal starts", "clone budget doubled", "pruned 3 states"}
+	if !reflect.DeepEqual(order, want) {
+		t.Errorf("legend order %q, want %q", order, want)
 	}
 }

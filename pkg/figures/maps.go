@@ -28,11 +28,20 @@ type Readout struct {
 	Steps       int        // T, the length of the decoded episode
 	Graph       CloneGraph // the recovered transition graph
 	EdgeRule    string     // how Graph was read off ("Viterbi path > 0.2% of T", ...)
+	// Key says which classes' frames each token holds on the episode and gives
+	// every token its colour (NewTokenKey; nil: tokens take the colour of
+	// TokenClass). NewReadout sets it.
+	Key *TokenKey
 	// TokenImages, if set, holds an ImageSide² image per token (values in [0,1]) that
 	// RecoveredGraphPanel draws as the node of each of the token's clones (Figure 5c).
 	TokenImages [][]float32
-	ImageSide   int
-	Title       string // column title; "" means the environment's name
+	// TokenClassImages, if set, holds an ImageSide² image per pair {token, class}
+	// (TokenClassImages): RecoveredGraphPanel then draws a clone of token k assigned
+	// to a place of class c as image {k, c}, or as a disc labelled c where the token
+	// held no image of class c, instead of TokenImages.
+	TokenClassImages map[[2]int][]float32
+	ImageSide        int
+	Title            string // column title; "" means the environment's name
 }
 
 // ReadoutOptions say how NewReadout builds the recovered graph.
@@ -50,6 +59,11 @@ type ReadoutOptions struct {
 	// class of token k). nil: the class of the places where the path's states of
 	// token k are most often (majority over steps).
 	TokenClass []int
+	// FrameTokens holds the hard token of every frame of the episode (pixel runs:
+	// the encoder's; len(places)), from which the Readout's Key counts the classes
+	// each token holds. nil: the tokens of the decoded states (symbolic data: the
+	// observations).
+	FrameTokens []int
 }
 
 // Edge rules of ReadoutOptions.Edges.
@@ -113,6 +127,26 @@ func NewReadout(env *gridworld.Env, m *chmm.Model, places, states []int, opt Rea
 		r.EdgeRule = "edges: max_a T > " + strconv.FormatFloat(eta, 'g', 3, 64)
 	default:
 		return nil, fmt.Errorf("figures.NewReadout: unknown edge rule %q (want %q or %q)", opt.Edges, EdgesPath, EdgesTransitions)
+	}
+	frameTokens := opt.FrameTokens
+	if frameTokens == nil {
+		frameTokens = make([]int, len(states))
+		for t, s := range states {
+			if s < 0 || s >= n {
+				return nil, fmt.Errorf("figures.NewReadout: states[%d] = %d outside [0, %d)", t, s, n)
+			}
+			frameTokens[t] = r.StateTokens[s]
+		}
+	}
+	if len(frameTokens) != len(places) {
+		return nil, fmt.Errorf("figures.NewReadout: %d frame tokens for %d places", len(frameTokens), len(places))
+	}
+	frameClasses := make([]int, len(places))
+	for t, g := range places {
+		frameClasses[t] = env.Class[g]
+	}
+	if r.Key, err = NewTokenKey(frameTokens, frameClasses); err != nil {
+		return nil, fmt.Errorf("figures.NewReadout: %w", err)
 	}
 	if opt.TokenClass != nil {
 		if len(opt.TokenClass) != m.K() {
@@ -190,13 +224,25 @@ func (r *Readout) check() error {
 	return nil
 }
 
-// stateColor is the colour of state s: the class colour of its token.
+// stateColor is the colour of state s: its token's colour in the Key, else the
+// class colour of its token (TokenClass).
 func (r *Readout) stateColor(s int) color.RGBA {
 	k := r.StateTokens[s]
-	if k < 0 || k >= len(r.TokenClass) {
+	if c, ok := r.Key.Color(k); ok {
+		return c
+	}
+	if k < 0 || k >= len(r.TokenClass) || r.TokenClass[k] < 0 {
 		return noneColor
 	}
 	return ClassColor(r.TokenClass[k])
+}
+
+// placeClass is the class of the place state s is assigned to (χ(s)), −1 if none.
+func (r *Readout) placeClass(s int) int {
+	if g := r.StatePlace[s]; g >= 0 && g < r.Env.NumPlaces() {
+		return r.Env.Class[g]
+	}
+	return -1
 }
 
 // title is the column title of the readout.
@@ -240,9 +286,10 @@ func (r *Readout) RecoveredLayout() ([][2]float64, error) {
 
 // RecoveredGraphPanel draws the recovered transition graph (paper Figure 3, bottom
 // row; Figure 5, bottom row): the nodes r.Graph.Nodes placed by RecoveredLayout,
-// coloured by the class colour of the token they emit and labelled with it (or,
-// with Images and r.TokenImages, drawn as the token's image framed in that colour),
-// and the recovered edges: grey when they join two states assigned to the same or
+// filled with the colour of the token they emit and labelled with the class of
+// their assigned place (or, with Images, drawn as an image of that class the token
+// holds, framed in the token's colour: graphNodes), so that a node shows its own
+// place's class even where its token holds several, and the recovered edges: grey when they join two states assigned to the same or
 // to adjacent places, red and dashed when not (a false edge).
 type RecoveredGraphPanel struct {
 	R      *Readout
@@ -287,38 +334,71 @@ func (p RecoveredGraphPanel) Draw(c draw.Canvas) {
 	}
 	c = panelTitle(c, title)
 	if r.EdgeRule != "" {
-		sty := textStyle(7, color.Gray{0x60}, draw.XCenter, draw.YBottom)
-		c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, r.EdgeRule)
-		c = draw.Crop(c, 0, 0, sty.Height(r.EdgeRule)+2, 0)
+		c = noteLine(c, r.EdgeRule)
 	}
-	nodes := make([]nodeStyle, len(pts))
-	images := map[int]image.Image{}
-	for i, s := range r.Graph.Nodes {
-		k := r.StateTokens[s]
-		ns := nodeStyle{Fill: r.stateColor(s)}
-		if k >= 0 && k < len(r.TokenClass) && r.TokenClass[k] >= 0 {
-			ns.Label = strconv.Itoa(r.TokenClass[k])
-		}
-		if p.Images && k >= 0 && k < len(r.TokenImages) && r.TokenImages[k] != nil {
-			img, ok := images[k]
-			if !ok {
-				if g, err := grayImage(r.TokenImages[k], r.ImageSide); err == nil {
-					img = g
-				}
-				images[k] = img
-			}
-			ns.Image = img
-		}
-		nodes[i] = ns
+	note := "node: its place's class, in its token's colour"
+	if p.Images && (r.TokenImages != nil || r.TokenClassImages != nil) {
+		note = "node: an image of its place's class, framed in its token's colour"
 	}
+	c = noteLine(c, note)
+	nodes := r.graphNodes(p.Images)
 	radius := 0.27 // minSeparation keeps discs of this size apart
-	if p.Images && r.TokenImages != nil {
+	if p.Images && (r.TokenImages != nil || r.TokenClassImages != nil) {
 		radius = imageNodeRadius(pts)
 		separateSquares(pts, 2.4*radius*1.05) // the few nodes closer than that
 	}
 	minX, maxX, minY, maxY := boundsOf(pts, radius*1.6)
 	f := fitFrame(c, minX, maxX, minY, maxY, 2)
 	drawGraph(c, f, pts, edges, colors, nodes, radius)
+}
+
+// graphNodes returns how RecoveredGraphPanel draws each of r.Graph.Nodes: filled
+// with its token's colour (stateColor) and labelled with the class of its
+// assigned place; with images, as the image {token, place class} of
+// TokenClassImages (a disc where the token held no image of that class), else as
+// the token's image of TokenImages.
+func (r *Readout) graphNodes(images bool) []nodeStyle {
+	nodes := make([]nodeStyle, len(r.Graph.Nodes))
+	cache := map[[2]int]image.Image{}
+	picture := func(key [2]int, pix []float32) image.Image {
+		img, ok := cache[key]
+		if !ok {
+			if g, err := grayImage(pix, r.ImageSide); err == nil {
+				img = g
+			}
+			cache[key] = img
+		}
+		return img
+	}
+	for i, s := range r.Graph.Nodes {
+		k, cls := r.StateTokens[s], r.placeClass(s)
+		ns := nodeStyle{Fill: r.stateColor(s)}
+		if cls >= 0 {
+			ns.Label = strconv.Itoa(cls)
+		}
+		switch {
+		case !images:
+		case r.TokenClassImages != nil:
+			if pix := r.TokenClassImages[[2]int{k, cls}]; pix != nil {
+				ns.Image = picture([2]int{k, cls}, pix)
+			}
+		case k >= 0 && k < len(r.TokenImages) && r.TokenImages[k] != nil:
+			ns.Image = picture([2]int{k, -1}, r.TokenImages[k])
+		}
+		nodes[i] = ns
+	}
+	return nodes
+}
+
+// noteLine writes an explanatory note (sizeNote, grey, shrunk to fit the width) at
+// the bottom of c and returns the canvas above it.
+func noteLine(c draw.Canvas, note string) draw.Canvas {
+	sty := textStyle(sizeNote, color.Gray{0x60}, draw.XCenter, draw.YBottom)
+	if w, avail := sty.Width(note), c.Max.X-c.Min.X-2; w > avail && avail > 0 {
+		sty.Font.Size = max(sty.Font.Size*avail/w, sizeMinText)
+	}
+	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, note)
+	return draw.Crop(c, 0, 0, textStyle(sizeNote, color.Black, draw.XCenter, draw.YBottom).Height(note)+2, 0)
 }
 
 // imageNodeRadius is the half-size r of the image nodes of a recovered graph laid
@@ -402,7 +482,7 @@ func trueAdjacency(e *gridworld.Env) map[[2]int]bool {
 
 // panelMessage draws msg in the middle of c (for panels that cannot be drawn).
 func panelMessage(c draw.Canvas, msg string) {
-	sty := textStyle(8, eventColor, draw.XCenter, draw.YCenter)
+	sty := textStyle(sizeText, eventColor, draw.XCenter, draw.YCenter)
 	c.FillText(sty, c.Center(), msg)
 }
 
@@ -441,12 +521,9 @@ func (p ClonePlacesPanel) Draw(c draw.Canvas) {
 		title = fmt.Sprintf("clones at their places: %d clones, %d/%d places", len(r.Graph.Nodes), represented, e.NumPlaces())
 	}
 	c = panelTitle(c, title)
-	// The colour key: a disc shows its token's class, the cell its own; they differ
-	// where the joint phase merged classes into one token.
-	const key = "cell: the place's class; disc: the class its clone's token shows most"
-	sty := textStyle(6.5, color.Gray{0x60}, draw.XCenter, draw.YBottom)
-	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Min.Y + 1}, key)
-	c = draw.Crop(c, 0, 0, sty.Height(key)+2, 0)
+	// The colour key: a disc shows its clone's token, the cell its own class; they
+	// differ where the joint phase merged classes into one token.
+	c = noteLine(c, "cell: the place's class; disc: its clone's token, numbered by state")
 	var f frame
 	var centers [][2]float64
 	var cellSize float64 // layout units available to a place's clones
@@ -513,155 +590,110 @@ func (p ClonePlacesPanel) Draw(c draw.Canvas) {
 
 // MapComparison draws paper Figure 3: per readout a column with the true place
 // graph on top (TrueGraphPanel) and the recovered clone graph below
-// (RecoveredGraphPanel), colours matched class ↔ token.
+// (RecoveredGraphPanel), colours matched class ↔ token, and where some token holds
+// several classes a third row with each readout's token key (TokenKeyPanel).
 func MapComparison(rs ...*Readout) (*Figure, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("figures.MapComparison: no readout")
 	}
-	fig := &Figure{Rows: 2, Cols: len(rs), Width: vg.Length(len(rs)) * tileW, Height: 2 * tileH}
-	fig.Panels = make([]Panel, 2*len(rs))
+	n := len(rs)
+	fig := &Figure{Rows: 2, Cols: n, Width: vg.Length(n) * tileW, Height: 2 * tileH}
+	fig.Panels = make([]Panel, 2*n)
+	var keyH vg.Length
 	for i, r := range rs {
 		if err := r.check(); err != nil {
 			return nil, fmt.Errorf("figures.MapComparison: readout %d: %w", i, err)
 		}
 		fig.Panels[i] = TrueGraphPanel{Env: r.Env, Title: "true map: " + r.title()}
-		fig.Panels[len(rs)+i] = RecoveredGraphPanel{R: r}
+		fig.Panels[n+i] = RecoveredGraphPanel{R: r}
+		if r.Key.Shares() {
+			keyH = max(keyH, TokenKeyPanel{Key: r.Key}.Height(tileW-8))
+		}
+	}
+	if keyH > 0 { // a row of token keys where some token holds several classes
+		fig.Rows, fig.Height = 3, fig.Height+keyH+6
+		fig.RowWeights = []float64{tileH, tileH, float64(keyH)}
+		for _, r := range rs {
+			fig.Panels = append(fig.Panels, TokenKeyPanel{Key: r.Key})
+		}
 	}
 	return fig, nil
 }
 
 // ImageMaps draws paper Figure 5: per readout (one environment's pipeline run) a
 // column of (a) the layout (LayoutPanel), (b) the decoded clones at their
-// assigned places (ClonePlacesPanel) and (c) the recovered graph with each node
-// drawn as the image of its token (RecoveredGraphPanel with Images; discs where
-// the readout has no TokenImages).
+// assigned places (ClonePlacesPanel), (c) the recovered graph with each node
+// drawn as an image of its place's class that its token holds
+// (RecoveredGraphPanel with Images; discs where the readout has no images) and,
+// where the readouts have a Key, (d) the token key (TokenKeyPanel).
+//
+// The layout is tight: every column is as wide as its grid's aspect (columns ÷
+// rows; graphs square) makes it at the common drawing height, so that every panel
+// fills its tile. That height gives the tallest grid imageMapsCell points per
+// row (at least imageMapsMinH), less if the figure would be wider than
+// imageMapsMaxW.
 func ImageMaps(rs ...*Readout) (*Figure, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("figures.ImageMaps: no readout")
 	}
 	n := len(rs)
-	// A layout taller than tallRows (two_rooms: 13 rows) gets a proportionally wider
-	// column and every row of the figure that much more height, so its cells, clone
-	// numbers and token images are drawn as large as a small layout's.
-	const tallRows = 7
-	weights, scale := make([]float64, n), 1.0
-	for i, r := range rs {
-		weights[i] = 1
-		if r != nil && r.Env != nil {
-			h := float64(r.Env.Rows)
-			weights[i] = max(1, h/tallRows)
-			scale = max(scale, h/tallRows)
-		}
-	}
-	width := 0.0
-	for _, w := range weights {
-		width += w
-	}
-	fig := &Figure{Rows: 3, Cols: n, Width: vg.Length(width) * tileW, Height: 3 * tileH * vg.Length(scale), ColWeights: weights}
-	fig.Panels = make([]Panel, 3*n)
+	aspects := make([]float64, n)
+	tallest, sum := 1, 0.0
 	for i, r := range rs {
 		if err := r.check(); err != nil {
 			return nil, fmt.Errorf("figures.ImageMaps: readout %d: %w", i, err)
 		}
+		aspects[i] = 1 // graphs are laid out in a square
+		if !r.Env.IsGraph() {
+			aspects[i] = float64(r.Env.Cols) / float64(max(r.Env.Rows, 1))
+			tallest = max(tallest, r.Env.Rows)
+		}
+		sum += aspects[i]
+	}
+	const padX, padY, margin = 6, 6, 8 // Figure.Draw's tile spacing
+	h := max(imageMapsMinH, imageMapsCell*vg.Length(tallest))
+	if w := h*vg.Length(sum) + margin + vg.Length(n-1)*padX; w > imageMapsMaxW {
+		h = max((imageMapsMaxW-margin-vg.Length(n-1)*padX)/vg.Length(sum), 1)
+	}
+	titleH := panelTitleHeight()
+	noteH := textStyle(sizeNote, color.Black, draw.XCenter, draw.YBottom).Height("M") + 2
+	rows := []vg.Length{titleH + h, titleH + h + noteH, titleH + h + 2*noteH}
+	var keyH vg.Length
+	keys := make([]Panel, n)
+	width := margin + vg.Length(n-1)*padX
+	for i, r := range rs {
+		colW := h * vg.Length(aspects[i])
+		width += colW
+		if r.Key != nil {
+			kp := TokenKeyPanel{Key: r.Key}
+			keys[i] = kp
+			keyH = max(keyH, kp.Height(colW))
+		}
+	}
+	if keyH > 0 {
+		rows = append(rows, keyH)
+	}
+	fig := &Figure{Rows: len(rows), Cols: n, Width: width, ColWeights: aspects}
+	fig.Height = margin + vg.Length(len(rows)-1)*padY
+	for _, rh := range rows {
+		fig.Height += rh
+		fig.RowWeights = append(fig.RowWeights, float64(rh))
+	}
+	fig.Panels = make([]Panel, len(rows)*n)
+	for i, r := range rs {
 		fig.Panels[i] = LayoutPanel{Env: r.Env, Title: "(a) " + r.title() + ": layout"}
 		fig.Panels[n+i] = ClonePlacesPanel{R: r}
-		fig.Panels[2*n+i] = RecoveredGraphPanel{R: r, Images: r.TokenImages != nil}
+		fig.Panels[2*n+i] = RecoveredGraphPanel{R: r, Images: r.TokenImages != nil || r.TokenClassImages != nil}
+		if keyH > 0 {
+			fig.Panels[3*n+i] = keys[i]
+		}
 	}
 	return fig, nil
 }
 
-// Codec is the part of a VQ-VAE (*vqvae.Model) TokenImages needs.
-type Codec interface {
-	// Latents returns the encoder outputs z [n][D] of n images.
-	Latents(images []float32) ([][]float32, error)
-	// Codebook returns the code vectors e [K][D].
-	Codebook() [][]float32
-	// Reconstruct returns the decoder's output through each image's hard code,
-	// D(e_k) for an image of code k, and the tokens.
-	Reconstruct(images []float32) ([]float32, []int, error)
-	// Tokens returns the token of each code, nil when token k is code k.
-	Tokens() []int
-}
-
-// TokenImages returns an image per token for Figure 5c: for token g, among the
-// given images (n images of side² values) whose hard code k has token g (Codec.Tokens),
-// the one whose latent is nearest to its code e_k (nearest), and the decoder's output
-// D(e_k) computed by reconstructing that image (decoded: the reconstruction of any
-// image of code k is D(e_k)). Tokens no image maps to get nil in both.
-func TokenImages(codec Codec, images []float32, side int) (decoded, nearest [][]float32, err error) {
-	p := side * side
-	if side < 1 || len(images) == 0 || len(images)%p != 0 {
-		return nil, nil, fmt.Errorf("figures.TokenImages: %d values is not a positive number of %d×%d images", len(images), side, side)
-	}
-	z, err := codec.Latents(images)
-	if err != nil {
-		return nil, nil, err
-	}
-	book := codec.Codebook()
-	n := len(images) / p
-	if len(z) != n || len(book) == 0 {
-		return nil, nil, fmt.Errorf("figures.TokenImages: %d latents for %d images, %d codes", len(z), n, len(book))
-	}
-	tokenOf := codec.Tokens()
-	if tokenOf == nil {
-		tokenOf = make([]int, len(book))
-		for k := range tokenOf {
-			tokenOf[k] = k
-		}
-	}
-	if len(tokenOf) != len(book) {
-		return nil, nil, fmt.Errorf("figures.TokenImages: a token map of %d codes for a codebook of %d", len(tokenOf), len(book))
-	}
-	best := make([]int, slices.Max(tokenOf)+1)
-	bestD := make([]float64, len(best))
-	for g := range best {
-		best[g], bestD[g] = -1, math.Inf(1)
-	}
-	for i, zi := range z {
-		// Hard code: the nearest code (vqvae.Quantize); ties to the lowest k.
-		k, dk := -1, math.Inf(1)
-		for j, e := range book {
-			if d := dist2(zi, e); d < dk {
-				k, dk = j, d
-			}
-		}
-		if k >= 0 && dk < bestD[tokenOf[k]] {
-			best[tokenOf[k]], bestD[tokenOf[k]] = i, dk
-		}
-	}
-	var sel []float32
-	var order []int
-	for k, i := range best {
-		if i >= 0 {
-			sel = append(sel, images[i*p:(i+1)*p]...)
-			order = append(order, k)
-		}
-	}
-	decoded = make([][]float32, len(best))
-	nearest = make([][]float32, len(best))
-	if len(order) == 0 {
-		return decoded, nearest, nil
-	}
-	rec, _, err := codec.Reconstruct(sel)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(rec) != len(sel) {
-		return nil, nil, fmt.Errorf("figures.TokenImages: %d reconstructed values for %d", len(rec), len(sel))
-	}
-	for j, k := range order {
-		nearest[k] = append([]float32(nil), sel[j*p:(j+1)*p]...)
-		decoded[k] = append([]float32(nil), rec[j*p:(j+1)*p]...)
-	}
-	return decoded, nearest, nil
-}
-
-// dist2 is the squared Euclidean distance of two vectors of equal length.
-func dist2(a, b []float32) float64 {
-	var s float64
-	for i := range min(len(a), len(b)) {
-		d := float64(a[i]) - float64(b[i])
-		s += d * d
-	}
-	return s
-}
+// Geometry of ImageMaps (points).
+const (
+	imageMapsCell = 30   // per row of the tallest grid
+	imageMapsMinH = 230  // the least drawing height
+	imageMapsMaxW = 1300 // the widest figure (2600 PNG pixels)
+)

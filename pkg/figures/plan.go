@@ -172,7 +172,7 @@ type planKey struct{}
 func (planKey) Draw(c draw.Canvas) {
 	y := (c.Min.Y + c.Max.Y) / 2
 	x := c.Min.X + 8
-	sty := textStyle(9, color.Black, draw.XLeft, draw.YCenter)
+	sty := textStyle(sizeLabel, color.Black, draw.XLeft, draw.YCenter)
 	item := func(drawMark func(p vg.Point), label string) {
 		drawMark(vg.Point{X: x + 5, Y: y})
 		c.FillText(sty, vg.Point{X: x + 14, Y: y}, label)

@@ -106,7 +106,7 @@ func checkRecon(fn string, inputs, recons []float32, tokens []int, side int) (in
 // font of the vector figures), or the basic bitmap font if it cannot be loaded.
 // A face is not safe for concurrent use: make one per raster.
 func labelFace(px float64) xfont.Face {
-	f := font.DefaultCache.Lookup(font.Font{Typeface: "Liberation", Variant: "Sans"}, font.Length(px))
+	f := font.DefaultCache.Lookup(sansSerif, font.Length(px))
 	if f.Face == nil {
 		return basicfont.Face7x13
 	}
@@ -131,49 +131,84 @@ func WriteReconstructionsPNG(path string, inputs, recons []float32, tokens []int
 	return writeFileAtomic(path, buf.Bytes())
 }
 
-// ReconstructionFigure draws paper Figure 4 as a Figure: the input images in the
-// top row, their VQ-VAE reconstructions below, the token of each column under
-// it ("t3"), row labels on the left, under title. Every image pixel is a
-// sharp-edged block of 3 points (6×6 PNG pixels at DPI; nearest-neighbour
-// scaling, drawPixels); labels are vector text. Arguments as Reconstructions.
-func ReconstructionFigure(inputs, recons []float32, tokens []int, side int, title string) (*Figure, error) {
+// ReconstructionFigure draws paper Figure 4 as a Figure: the input images above
+// their VQ-VAE reconstructions, the token of each column under it ("t3", over a
+// bar of the token's colour), row labels on the left, wrapped into blocks of at
+// most reconPerRow(side) columns so that the figure is at most reconMaxW points
+// (1000 PNG pixels) wide and its labels stay sizeLabel (18 PNG pixels) high at
+// that width; under title. key, if not nil, gives the token colours and is drawn
+// under the images (TokenKeyPanel: which classes each token holds). Every image
+// pixel is a sharp-edged block of reconPixel(side) points (nearest-neighbour
+// scaling, drawPixels). Arguments as Reconstructions.
+func ReconstructionFigure(inputs, recons []float32, tokens []int, side int, title string, key *TokenKey) (*Figure, error) {
 	if _, err := checkRecon("figures.ReconstructionFigure", inputs, recons, tokens, side); err != nil {
 		return nil, err
 	}
-	p := reconPanel{inputs: inputs, recons: recons, tokens: tokens, side: side}
+	p := reconPanel{inputs: inputs, recons: recons, tokens: tokens, side: side, key: key}
 	w, h := p.size()
+	var body Panel = p
+	if key != nil {
+		kp := TokenKeyPanel{Key: key}
+		kh := kp.Height(w)
+		body = stacked{top: p, bottom: kp, bottomH: kh}
+		h += reconBlockGap + kh
+	}
 	// Figure.Draw pads the tile by 4 points on each side; the title takes titleHeight.
 	w, h = w+8, h+8
 	if title != "" {
 		h += titleHeight
 	}
-	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{p}, Width: w, Height: h, Title: title}, nil
+	return &Figure{Rows: 1, Cols: 1, Panels: []Panel{body}, Width: w, Height: h, Title: title}, nil
 }
 
 // Geometry of ReconstructionFigure (points).
 const (
-	reconPixelPt = 3  // one image pixel
-	reconLabelPt = 44 // row-label column
-	reconGapPt   = 4  // between images
-	reconTokenPt = 16 // token-label row
+	reconMaxW     = 500 // the widest figure, padding included (1000 PNG pixels)
+	reconImagePt  = 42  // an image's side: 1.5 points per pixel of a 28×28 image
+	reconLabelPt  = 36  // row-label column
+	reconGapPt    = 4   // between images
+	reconTokenPt  = 18  // token row: colour bar and label
+	reconBlockGap = 8   // between blocks of rows
 )
 
-// reconPanel draws ReconstructionFigure's grid: n images of side² values in inputs
-// and recons, tokens [n].
+// reconPixel is the size of one image pixel (points): reconImagePt/side, at most 3.
+func reconPixel(side int) vg.Length {
+	return min(vg.Length(reconImagePt)/vg.Length(side), 3)
+}
+
+// reconPerRow is the number of images per block that fits reconMaxW.
+func reconPerRow(side int) int {
+	cell := vg.Length(side) * reconPixel(side)
+	return max(1, int((reconMaxW-8-reconLabelPt+reconGapPt)/(cell+reconGapPt)))
+}
+
+// reconPanel draws ReconstructionFigure's images: n images of side² values in
+// inputs and recons, tokens [n], colours from key (nil: no colour bar).
 type reconPanel struct {
 	inputs, recons []float32
 	tokens         []int
 	side           int
+	key            *TokenKey
+}
+
+// grid returns the columns per block and the number of blocks.
+func (p reconPanel) grid() (cols, blocks int) {
+	n := len(p.tokens)
+	cols = min(n, reconPerRow(p.side))
+	return cols, (n + cols - 1) / cols
 }
 
 // size is the panel's natural size.
 func (p reconPanel) size() (w, h vg.Length) {
-	n := len(p.tokens)
-	cell := vg.Length(p.side) * reconPixelPt
-	return reconLabelPt + vg.Length(n)*cell + vg.Length(n-1)*reconGapPt, 2*cell + reconGapPt + reconTokenPt
+	cols, blocks := p.grid()
+	cell := vg.Length(p.side) * reconPixel(p.side)
+	block := 2*cell + reconGapPt + reconTokenPt
+	return reconLabelPt + vg.Length(cols)*cell + vg.Length(cols-1)*reconGapPt,
+		vg.Length(blocks)*block + vg.Length(blocks-1)*reconBlockGap
 }
 
-// Draw implements Panel: at natural size, or scaled down to fit c, centred.
+// Draw implements Panel: at natural size, or scaled down to fit c, at the top
+// left of c.
 func (p reconPanel) Draw(c vgdraw.Canvas) {
 	n := len(p.tokens)
 	pix := p.side * p.side
@@ -186,18 +221,22 @@ func (p reconPanel) Draw(c vgdraw.Canvas) {
 	if !(s > 0) {
 		return
 	}
-	x0 := c.Min.X + (cw-w*s)/2
-	top := c.Max.Y - (ch-h*s)/2
-	cell := vg.Length(p.side) * reconPixelPt * s
+	cols, _ := p.grid()
+	cell := vg.Length(p.side) * reconPixel(p.side) * s
 	gap := reconGapPt * s
-	rowTop := []vg.Length{top, top - cell - gap}
-	lab := textStyle(11*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
-	for r, label := range []string{"input", "recon"} {
-		c.FillText(lab, vg.Point{X: x0 + (reconLabelPt-6)*s, Y: rowTop[r] - cell/2}, label)
-	}
-	tok := textStyle(10*s, color.Black, vgdraw.XCenter, vgdraw.YCenter)
+	block := 2*cell + gap + reconTokenPt*s + reconBlockGap*s
+	lab := textStyle(sizeLabel*s, color.Black, vgdraw.XRight, vgdraw.YCenter)
+	tok := textStyle(sizeLabel*s, color.Black, vgdraw.XCenter, vgdraw.YBottom)
 	for i := range n {
-		x := x0 + reconLabelPt*s + vg.Length(i)*(cell+gap)
+		b, col := i/cols, i%cols
+		top := c.Max.Y - vg.Length(b)*block
+		rowTop := []vg.Length{top, top - cell - gap}
+		if col == 0 {
+			for r, label := range []string{"input", "recon"} {
+				c.FillText(lab, vg.Point{X: c.Min.X + (reconLabelPt-6)*s, Y: rowTop[r] - cell/2}, label)
+			}
+		}
+		x := c.Min.X + reconLabelPt*s + vg.Length(col)*(cell+gap)
 		for r, src := range [][]float32{p.inputs[i*pix : (i+1)*pix], p.recons[i*pix : (i+1)*pix]} {
 			img, err := grayImage(src, p.side)
 			if err != nil {
@@ -205,6 +244,12 @@ func (p reconPanel) Draw(c vgdraw.Canvas) {
 			}
 			drawPixels(c, vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[r] - cell}, Max: vg.Point{X: x + cell, Y: rowTop[r]}}, img)
 		}
-		c.FillText(tok, vg.Point{X: x + cell/2, Y: rowTop[1] - cell - reconTokenPt*s/2}, fmt.Sprintf("t%d", p.tokens[i]))
+		bottom := rowTop[1] - cell - reconTokenPt*s
+		if col, ok := p.key.Color(p.tokens[i]); ok { // outlined: pale colours stay visible
+			bar := vg.Rectangle{Min: vg.Point{X: x, Y: rowTop[1] - cell - 5*s}, Max: vg.Point{X: x + cell, Y: rowTop[1] - cell - 1*s}}
+			fillRect(c, bar, col)
+			strokeRect(c, bar, vgdraw.LineStyle{Color: lineColor, Width: 0.4})
+		}
+		c.FillText(tok, vg.Point{X: x + cell/2, Y: bottom + 1*s}, fmt.Sprintf("t%d", p.tokens[i]))
 	}
 }

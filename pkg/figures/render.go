@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -43,6 +41,9 @@ type Figure struct {
 	// ColWeights, if it has Cols entries, divides the width among the columns in
 	// these proportions (a tall layout gets a wider column); otherwise equally.
 	ColWeights []float64
+	// RowWeights, if it has Rows entries, divides the height among the rows in
+	// these proportions; otherwise equally.
+	RowWeights []float64
 	// Title, if set, is drawn centred above the panels.
 	Title string
 }
@@ -54,7 +55,7 @@ const titleHeight = 22
 func (f *Figure) Draw(c draw.Canvas) {
 	fillRect(c, c.Rectangle, color.White)
 	if f.Title != "" {
-		sty := textStyle(13, color.Black, draw.XCenter, draw.YTop)
+		sty := textStyle(sizeFigureTitle, color.Black, draw.XCenter, draw.YTop)
 		// vgpdf registers the bold face under the plain style but selects it
 		// with style "B", which go-pdf rejects ("undefined font"): PDF titles
 		// are regular.
@@ -68,33 +69,49 @@ func (f *Figure) Draw(c draw.Canvas) {
 		return
 	}
 	t := draw.Tiles{Rows: f.Rows, Cols: f.Cols, PadX: 6, PadY: 6, PadTop: 4, PadBottom: 4, PadLeft: 4, PadRight: 4}
-	var xs []vg.Length // column left edges and the right edge, with ColWeights
-	if len(f.ColWeights) == f.Cols {
-		total := 0.0
-		for _, w := range f.ColWeights {
-			total += max(w, 0)
-		}
-		if total > 0 {
-			inner := c.Max.X - c.Min.X - t.PadLeft - t.PadRight - vg.Length(f.Cols-1)*t.PadX
-			x := c.Min.X + t.PadLeft
-			for _, w := range f.ColWeights {
-				xs = append(xs, x)
-				x += inner*vg.Length(max(w, 0)/total) + t.PadX
-			}
-			xs = append(xs, x)
-		}
-	}
+	// Column left edges and the right edge (with ColWeights); row top edges and
+	// the bottom edge (with RowWeights), each edge followed by its pad.
+	xs := weightedEdges(f.ColWeights, f.Cols, c.Min.X+t.PadLeft, c.Max.X-c.Min.X-t.PadLeft-t.PadRight, t.PadX)
+	ys := weightedEdges(f.RowWeights, f.Rows, 0, c.Max.Y-c.Min.Y-t.PadTop-t.PadBottom, t.PadY)
 	for i, p := range f.Panels {
 		if p == nil || i >= f.Rows*f.Cols {
 			continue
 		}
-		tile := t.At(c, i%f.Cols, i/f.Cols)
+		col, row := i%f.Cols, i/f.Cols
+		tile := t.At(c, col, row)
 		if xs != nil {
-			col := i % f.Cols
 			tile.Min.X, tile.Max.X = xs[col], xs[col+1]-t.PadX
+		}
+		if ys != nil {
+			top := c.Max.Y - t.PadTop
+			tile.Max.Y, tile.Min.Y = top-ys[row], top-ys[row+1]+t.PadY
 		}
 		p.Draw(tile)
 	}
+}
+
+// weightedEdges divides a length into n parts in proportion to weights (n
+// entries, not all zero; otherwise nil), pad apart: it returns the n+1 edges
+// from start, every part followed by pad.
+func weightedEdges(weights []float64, n int, start, length, pad vg.Length) []vg.Length {
+	if len(weights) != n || n == 0 {
+		return nil
+	}
+	total := 0.0
+	for _, w := range weights {
+		total += max(w, 0)
+	}
+	if !(total > 0) {
+		return nil
+	}
+	inner := length - vg.Length(n-1)*pad
+	out := make([]vg.Length, 0, n+1)
+	x := start
+	for _, w := range weights {
+		out = append(out, x)
+		x += inner*vg.Length(max(w, 0)/total) + pad
+	}
+	return append(out, x)
 }
 
 // PNG renders the figure at its natural size (see the package function PNG).
@@ -311,17 +328,6 @@ func fitRect(r vg.Rectangle, w, h float64) vg.Rectangle {
 	return vg.Rectangle{Min: vg.Point{X: x0, Y: y0}, Max: vg.Point{X: x0 + dw, Y: y0 + dh}}
 }
 
-// textStyle is a sans-serif text style of the given size (points).
-func textStyle(size vg.Length, col color.Color, xa draw.XAlignment, ya draw.YAlignment) draw.TextStyle {
-	return draw.TextStyle{
-		Color:   col,
-		Font:    font.From(font.Font{Typeface: "Liberation", Variant: "Sans"}, size),
-		XAlign:  xa,
-		YAlign:  ya,
-		Handler: plot.DefaultTextHandler,
-	}
-}
-
 // fillRect fills r with col.
 func fillRect(c draw.Canvas, r vg.Rectangle, col color.Color) {
 	c.FillPolygon(col, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
@@ -355,18 +361,18 @@ func fillCircle(c draw.Canvas, ctr vg.Point, r vg.Length, fill color.Color, edge
 
 // panelTitleHeight is the band a one-line panelTitle takes.
 func panelTitleHeight() vg.Length {
-	return textStyle(10, color.Black, draw.XCenter, draw.YTop).Height("M") + 4
+	return textStyle(sizePanelTitle, color.Black, draw.XCenter, draw.YTop).Height("M") + 4
 }
 
-// panelTitle draws title at the top of c (10 points, smaller when it is wider
-// than c) and returns the canvas below it.
+// panelTitle draws title at the top of c (sizePanelTitle, smaller when it is
+// wider than c) and returns the canvas below it.
 func panelTitle(c draw.Canvas, title string) draw.Canvas {
 	if title == "" {
 		return c
 	}
-	sty := textStyle(10, color.Black, draw.XCenter, draw.YTop)
+	sty := textStyle(sizePanelTitle, color.Black, draw.XCenter, draw.YTop)
 	if w, avail := sty.Width(title), c.Max.X-c.Min.X-2; w > avail && avail > 0 {
-		sty.Font.Size = max(sty.Font.Size*avail/w, 6)
+		sty.Font.Size = max(sty.Font.Size*avail/w, sizeMinText)
 	}
 	h := panelTitleHeight()
 	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Max.Y - 1}, title)

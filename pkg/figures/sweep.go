@@ -54,7 +54,7 @@ func ThresholdSweep(reports ...*evaluate.Report) (*Figure, error) {
 	row := make([]*plot.Plot, len(metrics))
 	var keys []legendKey
 	for mi, m := range metrics {
-		p := newPlot("projected map: " + m.name)
+		p := NewPlot("projected map: " + m.name)
 		p.X.Label.Text = "threshold η"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = sweepTicks{}
@@ -152,8 +152,8 @@ func roundSig(v float64, digits int) float64 {
 // legendKey is one entry of a legendStrip: a line sample and its label.
 type legendKey struct {
 	color  color.Color
-	dashed bool
-	width  vg.Length // line width; 0: 1.5
+	dashes []vg.Length // nil: solid
+	width  vg.Length   // line width; 0: 1.5
 	label  string
 }
 
@@ -174,7 +174,7 @@ const (
 
 // layout returns the position (row, x offset) of every entry for width w.
 func (l legendStrip) layout(w vg.Length) (rows []int, xs []vg.Length) {
-	sty := textStyle(8, color.Black, draw.XLeft, draw.YCenter)
+	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
 	x, row := vg.Length(0), 0
 	for _, k := range l {
 		ew := legendSample + 4 + sty.Width(k.label) + 14
@@ -200,7 +200,7 @@ func (l legendStrip) height(w vg.Length) vg.Length {
 // Draw implements Panel.
 func (l legendStrip) Draw(c draw.Canvas) {
 	rows, xs := l.layout(c.Max.X - c.Min.X - 20)
-	sty := textStyle(8, color.Black, draw.XLeft, draw.YCenter)
+	sty := textStyle(sizeText, color.Black, draw.XLeft, draw.YCenter)
 	for i, k := range l {
 		x := c.Min.X + 10 + xs[i]
 		y := c.Max.Y - 3 - legendRowH/2 - vg.Length(rows[i])*legendRowH
@@ -208,9 +208,7 @@ func (l legendStrip) Draw(c draw.Canvas) {
 		if k.width > 0 {
 			ls.Width = k.width
 		}
-		if k.dashed {
-			ls.Dashes = []vg.Length{4, 3}
-		}
+		ls.Dashes = k.dashes
 		c.StrokeLine2(ls, x, y, x+legendSample, y)
 		c.FillText(sty, vg.Point{X: x + legendSample + 4, Y: y}, k.label)
 	}

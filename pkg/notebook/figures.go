@@ -51,7 +51,8 @@ func RunReadout(res *pipeline.Result) (*figures.Readout, error) {
 }
 
 // Reconstructions draws paper Figure 4 for a pixel run: the first n images of its
-// held-out episode above the VQ-VAE's reconstructions, each labelled with its token.
+// held-out episode above the VQ-VAE's reconstructions, each labelled with its token,
+// and the episode's token key (which classes each token holds).
 func Reconstructions(res *pipeline.Result, n int) error {
 	h, err := DecodeHeldOut(res)
 	if err != nil {
@@ -67,11 +68,16 @@ func Reconstructions(res *pipeline.Result, n int) error {
 	if err != nil {
 		return err
 	}
-	img, err := figures.Reconstructions(in, rec, tokens, h.Side, 2)
+	key, err := experiment.HeldOutKey(h)
 	if err != nil {
 		return err
 	}
-	return Image(img)
+	fig, err := figures.ReconstructionFigure(in, rec, tokens, h.Side,
+		fmt.Sprintf("%s seed %d: the first %d held-out images", res.Config.Env, res.Config.Seed, n), key)
+	if err != nil {
+		return err
+	}
+	return Show(fig)
 }
 
 // History returns a pixel run's loss history (history.jsonl) as figures.Record for
@@ -91,8 +97,7 @@ func LikelihoodPlot(title string, labels []string, runs []*SymbolicRun) (*plot.P
 	if len(labels) != len(runs) {
 		return nil, fmt.Errorf("notebook: %d labels for %d runs", len(labels), len(runs))
 	}
-	p := plot.New()
-	p.Title.Text = title
+	p := figures.NewPlot(title)
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "training ℓ/T (nats per step)"
 	p.Legend.Top, p.Legend.Left = false, false

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -117,8 +118,7 @@ func VQCurvePlot(title string, labels []string, reports []*experiment.VQReport) 
 	if len(labels) != len(reports) {
 		return nil, fmt.Errorf("notebook: %d labels for %d reports", len(labels), len(reports))
 	}
-	p := plot.New()
-	p.Title.Text = title
+	p := figures.NewPlot(title)
 	p.X.Label.Text = "warm-up step"
 	p.Y.Label.Text = "purity (solid), H(token | class) nats (dashed)"
 	p.Legend.Top = true

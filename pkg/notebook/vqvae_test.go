@@ -3,7 +3,12 @@ package notebook
 import (
 	"testing"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/figures"
 )
 
 // TestVQStudySizes checks the notebook study at both sizes and its run directory.
@@ -55,5 +60,36 @@ func TestVQCurvePlot(t *testing.T) {
 	}
 	if _, err := VQCurvePlot("t", []string{"a"}, []*experiment.VQReport{{}}); err == nil {
 		t.Error("a report without a curve: no error")
+	}
+}
+
+// TestNotebookPlotsInFigureStyle: the notebooks' line plots take the figures' text
+// style (figures.NewPlot: a sans-serif face), not gonum's serif default.
+func TestNotebookPlotsInFigureStyle(t *testing.T) {
+	r := &experiment.VQReport{Curve: []experiment.VQCurvePoint{{Step: 10, Purity: 0.5, HTokenGivenClass: 2}}}
+	vq, err := VQCurvePlot("t", []string{"a"}, []*experiment.VQReport{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &SymbolicRun{History: &chmm.History{LogLik: []float64{-2, -1}, Seconds: []float64{0, 1}}}
+	ll, err := LikelihoodPlot("t", []string{"g"}, []*SymbolicRun{run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := figures.NewPlot("t")
+	for name, p := range map[string]*plot.Plot{"VQCurvePlot": vq, "LikelihoodPlot": ll} {
+		for part, got := range map[string][2]font.Font{
+			"title":       {p.Title.TextStyle.Font, want.Title.TextStyle.Font},
+			"axis label":  {p.X.Label.TextStyle.Font, want.X.Label.TextStyle.Font},
+			"tick labels": {p.Y.Tick.Label.Font, want.Y.Tick.Label.Font},
+			"legend":      {p.Legend.TextStyle.Font, want.Legend.TextStyle.Font},
+		} {
+			if got[0] != got[1] {
+				t.Errorf("%s: %s font %+v, want the figures' %+v", name, part, got[0], got[1])
+			}
+		}
+	}
+	if v := want.Title.TextStyle.Font.Variant; v != "Sans" {
+		t.Errorf("figures.NewPlot's variant is %q, want Sans", v)
 	}
 }
