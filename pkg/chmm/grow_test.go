@@ -62,7 +62,9 @@ func TestGrowBySplitting(t *testing.T) {
 		{"train", 2, []int{4, 2}}, {"split", 3, []int{8, 2}},
 		{"train", 3, []int{8, 2}},
 	}
-	if !slices.EqualFunc(log, want, func(a, b event) bool { return a.what == b.what && a.round == b.round && slices.Equal(a.clones, b.clones) }) {
+	if !slices.EqualFunc(log, want, func(a, b event) bool {
+		return a.what == b.what && a.round == b.round && slices.Equal(a.clones, b.clones)
+	}) {
 		t.Errorf("rounds %v, want %v", log, want)
 	}
 	if !slices.Equal(m.Clones, []int{8, 2}) {
