@@ -27,8 +27,8 @@ type Record struct {
 
 // runState is the commit record of a run directory (state.gob, a gob of this type:
 // fields are matched by name, so a field is renamed or removed only with a reader of
-// the old name). Each group of fields is written by one phase and read by the later
-// ones.
+// the old name). After the run's own fields, each group is written by one phase (and
+// by a rollback of it) and read by the later ones.
 type runState struct {
 	// The run: its phase, seconds per phase, loss history and how the map is being made.
 	Phase   string
