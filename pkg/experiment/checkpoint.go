@@ -16,11 +16,11 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
-// doublingCheckpoint is a budget grown by splitting (trainByDoubling) between two
+// splitCheckpoint is a budget grown by splitting (growBySplitting) between two
 // rounds: the split map that Round's training starts from, and everything the rounds
 // before left. Resumed from it, a run gives the map and report it would have given
 // uninterrupted (with as many workers), but for the wall-clock seconds.
-type doublingCheckpoint struct {
+type splitCheckpoint struct {
 	Version  int
 	Config   []byte // the experiment's JSON (Symbolic, Checkpoint excluded)
 	Round    int
@@ -43,7 +43,7 @@ const checkpointVersion = 1
 
 // saveCheckpoint writes c to path at once (atomicfile): an interrupted write leaves
 // the previous checkpoint.
-func saveCheckpoint(path string, c *doublingCheckpoint) error {
+func saveCheckpoint(path string, c *splitCheckpoint) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		return gob.NewEncoder(w).Encode(c)
 	})
@@ -52,7 +52,7 @@ func saveCheckpoint(path string, c *doublingCheckpoint) error {
 // loadCheckpoint reads the checkpoint at path for s; nil, nil when there is none. A
 // checkpoint of another experiment, or one that cannot be read, is an error naming
 // the file: it is never overwritten silently.
-func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
+func loadCheckpoint(path string, s Symbolic) (*splitCheckpoint, error) {
 	c, err := readCheckpoint(path)
 	if c == nil || err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func loadCheckpoint(path string, s Symbolic) (*doublingCheckpoint, error) {
 
 // readCheckpoint reads the checkpoint at path, of whichever experiment; nil, nil when
 // there is none.
-func readCheckpoint(path string) (*doublingCheckpoint, error) {
+func readCheckpoint(path string) (*splitCheckpoint, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -77,7 +77,7 @@ func readCheckpoint(path string) (*doublingCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c doublingCheckpoint
+	var c splitCheckpoint
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
 		return nil, fmt.Errorf("checkpoint %s cannot be read (%v): remove it to start over", path, err)
 	}
@@ -103,7 +103,7 @@ func RemoveCheckpoint(path string) error {
 }
 
 // newCheckpoint is the checkpoint before round's training of s from m.
-func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG, splitFrom float64, rounds []evaluate.BudgetRound) (*doublingCheckpoint, error) {
+func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, folded int, elapsed float64, rng *rand.PCG, splitFrom float64, rounds []evaluate.BudgetRound) (*splitCheckpoint, error) {
 	cfg, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -112,6 +112,6 @@ func newCheckpoint(s Symbolic, round int, m *chmm.Model, all *chmm.History, fold
 	if err != nil {
 		return nil, err
 	}
-	return &doublingCheckpoint{Version: checkpointVersion, Config: cfg, Round: round, Model: m, History: all,
+	return &splitCheckpoint{Version: checkpointVersion, Config: cfg, Round: round, Model: m, History: all,
 		Folded: folded, Elapsed: elapsed, SplitRNG: state, SplitFrom: splitFrom, Rounds: rounds}, nil
 }

@@ -20,7 +20,7 @@ import (
 //	DROP_PROBE_CKPT=$PWD/big_room_s1.ckpt go test -run TestDropCostProbe -v -timeout 60m ./pkg/experiment
 func TestDropCostProbe(t *testing.T) {
 	c, s, _, train, _ := probeCheckpoint(t, "DROP_PROBE_CKPT")
-	m, _, _, err := TrainSymbolic(c.Model, train, s.doublingTraining(), nil)
+	m, _, _, err := TrainSymbolic(c.Model, train, s.splitRoundTraining(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestDropCostProbe(t *testing.T) {
 // probeCheckpoint reads the checkpoint named by the environment variable v (the probe
 // is skipped when v is not set) and returns it, its experiment and world, and that
 // experiment's training walks as tokens and as walks.
-func probeCheckpoint(t *testing.T, v string) (*doublingCheckpoint, Symbolic, *gridworld.Env, []chmm.Sequence, []gridworld.Episode) {
+func probeCheckpoint(t *testing.T, v string) (*splitCheckpoint, Symbolic, *gridworld.Env, []chmm.Sequence, []gridworld.Episode) {
 	path := os.Getenv(v)
 	if path == "" {
 		t.Skipf("set %s to a checkpoint to run it", v)

@@ -24,7 +24,7 @@ func TestFoldDepthProbe(t *testing.T) {
 	saved := os.Getenv("FOLD_PROBE_MODEL")
 	m, err := chmm.Load(saved)
 	if saved == "" || err != nil {
-		if m, _, _, err = TrainSymbolic(c.Model, train, s.doublingTraining(), nil); err != nil {
+		if m, _, _, err = TrainSymbolic(c.Model, train, s.splitRoundTraining(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if saved != "" {

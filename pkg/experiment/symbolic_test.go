@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -661,18 +660,17 @@ func TestDoublingCheckpoint(t *testing.T) {
 	}
 	s.Checkpoint = filepath.Join(dir, "cut.ckpt")
 	stop := errors.New("interrupted")
-	checkpointHook = func(round int) error {
+	hooks := &splitHooks{afterSplit: func(round int) error {
 		if round == 2 {
 			return stop
 		}
 		return nil
-	}
-	_, err = RunSymbolic(s, nil, nil)
-	checkpointHook = nil
+	}}
+	_, err = runSymbolic(s, nil, nil, hooks)
 	if !errors.Is(err, stop) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	resumeAlike(t, s, whole, "budget round 2,")
+	resumeAlike(t, s, whole, "budget round 2,", nil)
 
 	fixed := s
 	fixed.Doublings = 0
@@ -710,21 +708,18 @@ func TestDoublingCheckpointWithinTraining(t *testing.T) {
 	}
 	s.Checkpoint = filepath.Join(dir, "cut.ckpt")
 	stop := errors.New("interrupted")
-	defer func(every time.Duration) { trainingSaveEvery, trainingHook = every, nil }(trainingSaveEvery)
-	trainingSaveEvery = 0
 	saves := 0
-	trainingHook = func(round, iter int) error {
+	hooks := &splitHooks{saveAlways: true, afterSave: func(round, iter int) error {
 		saves++
 		if round == 1 && iter == 17 {
 			return stop
 		}
 		return nil
-	}
-	if _, err = RunSymbolic(s, nil, nil); !errors.Is(err, stop) {
+	}}
+	if _, err = runSymbolic(s, nil, nil, hooks); !errors.Is(err, stop) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	trainingHook = nil
-	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 17)")
+	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 17)", &splitHooks{saveAlways: true})
 	t.Logf("%d saves before the interruption", saves)
 }
 
@@ -743,39 +738,37 @@ func TestDoublingCheckpointWithinEM(t *testing.T) {
 	}
 	s.Checkpoint = filepath.Join(t.TempDir(), "cut.ckpt")
 	stop := errors.New("interrupted")
-	defer func(every time.Duration) { trainingSaveEvery, trainingHook = every, nil }(trainingSaveEvery)
-	trainingSaveEvery = 0
-	trainingHook = func(round, iter int) error {
+	hooks := &splitHooks{saveAlways: true, afterSave: func(round, iter int) error {
 		if round == 1 && iter == 13 {
 			return stop
 		}
 		return nil
-	}
-	if _, err = RunSymbolic(s, nil, nil); !errors.Is(err, stop) {
+	}}
+	if _, err = runSymbolic(s, nil, nil, hooks); !errors.Is(err, stop) {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	// The first save after the resume is the next iteration's: a resume that started
 	// the round over would give the same map (EM is deterministic) but save iteration 1.
 	first := [2]int{-1, -1}
-	trainingHook = func(round, iter int) error {
+	hooks.afterSave = func(round, iter int) error {
 		if first[0] < 0 {
 			first = [2]int{round, iter}
 		}
 		return nil
 	}
-	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 13)")
+	resumeAlike(t, s, whole, "budget round 1 (its training at iteration 13)", hooks)
 	if first != [2]int{1, 14} {
 		t.Errorf("first save after the resume: round %d, iteration %d; want round 1, iteration 14", first[0], first[1])
 	}
 }
 
-// resumeAlike resumes s from its checkpoint and checks that the progress says where
-// (at) and that the map, history, record and scores are those of whole, the run that
-// was not interrupted.
-func resumeAlike(t *testing.T, s Symbolic, whole *SymbolicRun, at string) {
+// resumeAlike resumes s from its checkpoint, with hooks, and checks that the progress
+// says where (at) and that the map, history, record and scores are those of whole, the
+// run that was not interrupted.
+func resumeAlike(t *testing.T, s Symbolic, whole *SymbolicRun, at string, hooks *splitHooks) {
 	t.Helper()
 	var progress strings.Builder
-	resumed, err := RunSymbolic(s, nil, &progress)
+	resumed, err := runSymbolic(s, nil, &progress, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,8 +138,7 @@ func Branch(dst, src string, cfg Config) error {
 	if err := checkOrWriteConfig(dst, cfg); err != nil {
 		return err
 	}
-	r := &runner{dir: dst, st: st}
-	return r.commit() // the state last: until it is written, dst holds no run
+	return (&checkpoint{dir: dst, st: st}).commit() // the state last: until it is written, dst holds no run
 }
 
 // jointEnd returns a copy of st, the state of a run past its joint phase, as it stood

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -129,8 +128,8 @@ func TestMergedFinaliseStudy(t *testing.T) {
 		fmt.Printf("%s, %d states, %s: F1 %.3f (P %.3f R %.3f), state→place purity %.3f, action accuracy %.3f\n", what, hmm.N(), o.Decode,
 			o.ViterbiMapF1, o.ViterbiMapPrecision, o.ViterbiMapRecall, o.StatePlacePurity, o.ActionAccuracy)
 	}
-	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
-	r.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
+	r := testFinaliser(cfg, d, os.Stderr, &hooks{})
+	r.s.hooks.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
 		score(fmt.Sprintf("round %d", round), m, conf)
 		return nil
 	}
@@ -138,12 +137,12 @@ func TestMergedFinaliseStudy(t *testing.T) {
 	var hmm *chmm.Model
 	seqs := d.sequences(tokens)
 	if cfg.FinalTrainer == FinalEM {
-		if hmm, err = r.finaliseEM(seqs, k, d.env.NumActions()); err != nil {
+		if hmm, err = r.em(seqs, k, d.env.NumActions()); err != nil {
 			t.Fatal(err)
 		}
 	} else {
 		from := chmm.New(chmm.UniformClones(k, 1), d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
-		if hmm, err = r.finalise(seqs, share, from); err != nil {
+		if hmm, err = r.gradient(seqs, share, from); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -32,8 +34,8 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 	for t := range seq.Obs {
 		seq.Obs[t] = t % 2
 	}
-	r := &runner{cfg: Config{FinalPrune: 0.1, FinalPruneIters: 5, Seed: 1},
-		st: &runState{History: []Record{{Step: 7, Phase: PhaseFinal}}}}
+	r := testFinaliser(Config{FinalPrune: 0.1, FinalPruneIters: 5, Seed: 1}, nil, nil, nil)
+	r.st.History = []Record{{Step: 7, Phase: PhaseFinal}}
 	got, err := r.prune(hmm, []chmm.Sequence{seq}, chmm.GradConfig{LR: 0.1, Seed: 1}, "retrain")
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +94,8 @@ func TestFinalGrow(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.FinalClones, cfg.FinalGrow, cfg.FinalIters, cfg.FinalPruneIters = 1, c.grow, 300, 50
-		r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}}
-		hmm, err := r.finalise(c.seqs, share, chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1))))
+		r := testFinaliser(cfg, nil, nil, nil)
+		hmm, err := r.gradient(c.seqs, share, chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,8 +161,8 @@ func TestFinaliseEM(t *testing.T) {
 	}
 	cfg = cfg.WithFinalTrainer(FinalEM)
 	cfg.FinalIters = 100
-	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}}
-	hmm, err := r.finaliseEM(seqs, 4, env.NumActions())
+	r := testFinaliser(cfg, nil, nil, nil)
+	hmm, err := r.em(seqs, 4, env.NumActions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +302,8 @@ func TestFinalChunks(t *testing.T) {
 		above float64
 		want  bool
 	}{{"costly", cost / 2, true}, {"off", 0, false}, {"default", chmm.DefaultChunkAbove, false}} {
-		r := &runner{ctx: context.Background(), cfg: Config{FinalChunkAbove: c.above, Seed: 1}, st: &runState{}}
-		if err := r.trainFinal(hmm.Clone(), seqs, chmm.GradConfig{Iters: 2, LR: 0.1, Seed: 1}, "finalise", ""); err != nil {
+		r := testFinaliser(Config{FinalChunkAbove: c.above, Seed: 1}, nil, nil, nil)
+		if err := r.train(hmm.Clone(), seqs, chmm.GradConfig{Iters: 2, LR: 0.1, Seed: 1}, "finalise", ""); err != nil {
 			t.Fatal(err)
 		}
 		run := r.st.Made.Runs[0]
@@ -349,4 +351,12 @@ func TestStartConfusion(t *testing.T) {
 	if err := chmm.ValidateConfusion(c, 4); err != nil {
 		t.Error(err)
 	}
+}
+
+// testFinaliser is a finaliser of cfg on data d (nil where the finalisation reads
+// none) without a run directory, with progress to out and the hooks h (both may be nil).
+func testFinaliser(cfg Config, d *data, out io.Writer, h *hooks) *finaliser {
+	st := &runState{Seconds: map[string]float64{}}
+	s := &session{ctx: context.Background(), cfg: cfg, d: d, out: out, hooks: h}
+	return &finaliser{s: s, ck: &checkpoint{st: st}, st: st, start: time.Now()}
 }

@@ -73,12 +73,12 @@ func TestCISizedForcedCollapseRecovers(t *testing.T) {
 	cfg = CISized(cfg)
 	const at = 210
 	forced := false
-	afterJointStep = func(r *runner, iter int, _ *StepMetrics) error {
+	afterJointStep := func(j *Joint, iter int, _ *StepMetrics) error {
 		if forced || iter != at {
 			return nil
 		}
 		forced = true
-		for v := range r.joint.VQ.Store().IterVariables() {
+		for v := range j.VQ.Store().IterVariables() {
 			if strings.HasPrefix(v.Path(), "/"+vqvae.ScopeName+"/encoder/") && strings.HasSuffix(v.Path(), "/w") {
 				if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
 					return err
@@ -87,10 +87,9 @@ func TestCISizedForcedCollapseRecovers(t *testing.T) {
 		}
 		return nil
 	}
-	defer func() { afterJointStep = nil }()
 	start := time.Now()
 	dir := t.TempDir()
-	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	rep, err := run(context.Background(), dir, cfg, progressOut(), &hooks{afterJointStep: afterJointStep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -73,13 +72,13 @@ func TestRefinaliseStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d, patience: patience}
+	r := testFinaliser(cfg, d, os.Stderr, &hooks{patience: patience})
 	if seed >= 0 {
-		r.cfg.Seed = uint64(seed)
+		r.s.cfg.Seed = uint64(seed)
 	}
 	if os.Getenv("REFINALISE_SCORE") != "" {
 		seqs := d.sequences(tokens)
-		r.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
+		r.s.hooks.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
 			mc := m.Clone()
 			b, err := json.Marshal(conf)
 			if err != nil {
@@ -103,7 +102,7 @@ func TestRefinaliseStudy(t *testing.T) {
 	k, numActions := res.HMM.K(), res.HMM.NumActions
 	var hmm *chmm.Model
 	if cfg.FinalTrainer == FinalEM {
-		if hmm, err = r.finaliseEM(d.sequences(tokens), k, numActions); err != nil {
+		if hmm, err = r.em(d.sequences(tokens), k, numActions); err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(r.st.Made.Confusion)
@@ -118,10 +117,10 @@ func TestRefinaliseStudy(t *testing.T) {
 		}
 		from := chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		if uniform > 0 {
-			r.cfg.FinalBudget = FinalFromJoint // train from this model: uniform clones, no growth
+			r.s.cfg.FinalBudget = FinalFromJoint // train from this model: uniform clones, no growth
 			from = chmm.New(chmm.UniformClones(k, uniform), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		}
-		if hmm, err = r.finalise(d.sequences(tokens), share, from); err != nil {
+		if hmm, err = r.gradient(d.sequences(tokens), share, from); err != nil {
 			t.Fatal(err)
 		}
 	}

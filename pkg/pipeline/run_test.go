@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
@@ -179,7 +178,8 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{cfg: Config{CollapseFrac: 0.75, ThrottleFactor: 0.5}, st: &runState{LambdaScale: 1}, joint: j}
+	st := &runState{LambdaScale: 1}
+	r := &jointRun{s: &session{cfg: Config{CollapseFrac: 0.75, ThrottleFactor: 0.5}}, ck: &checkpoint{st: st}, st: st, j: j}
 	step := func(ppl float64) string {
 		r.st.JointIter++
 		ev, _, err := r.monitor(ppl)
@@ -354,9 +354,12 @@ func phaseRows(h []Record, phase string) []Record {
 // half of the joint phase, then linear to AlphaDivEnd at the last iteration
 // (hand values for 11 iterations: half = 5, slope (0.1−1)/5 per iteration).
 func TestAlphaAt(t *testing.T) {
-	r := &runner{cfg: Config{JointIters: 11, AlphaDiv: 1}, st: &runState{}}
+	r := struct {
+		cfg Config
+		st  *runState
+	}{Config{JointIters: 11, AlphaDiv: 1}, &runState{}}
 	for _, it := range []int{0, 5, 10} {
-		if got := r.alphaAt(it); got != 1 {
+		if got := alphaAt(r.cfg, r.st, it); got != 1 {
 			t.Errorf("no anneal: alphaAt(%d) = %g, want 1", it, got)
 		}
 	}
@@ -365,17 +368,17 @@ func TestAlphaAt(t *testing.T) {
 		it   int
 		want float64
 	}{{0, 1}, {4, 1}, {5, 1}, {6, 0.82}, {8, 0.46}, {10, 0.1}} {
-		if got := r.alphaAt(c.it); math.Abs(got-c.want) > 1e-12 {
+		if got := alphaAt(r.cfg, r.st, c.it); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("alphaAt(%d) = %g, want %g", c.it, got, c.want)
 		}
 	}
 	// After interventions (α scale 4): the schedule times 4; α_div = 0 becomes 0.1 × 4.
 	r.st.AlphaScale = 4
-	if got := r.alphaAt(8); math.Abs(got-4*0.46) > 1e-12 {
+	if got := alphaAt(r.cfg, r.st, 8); math.Abs(got-4*0.46) > 1e-12 {
 		t.Errorf("scaled alphaAt(8) = %g, want %g", got, 4*0.46)
 	}
 	r.cfg.AlphaDiv, r.cfg.AlphaDivEnd = 0, 0
-	if got := r.alphaAt(3); math.Abs(got-0.4) > 1e-12 {
+	if got := alphaAt(r.cfg, r.st, 3); math.Abs(got-0.4) > 1e-12 {
 		t.Errorf("scaled alphaAt with α_div 0 = %g, want 0.4", got)
 	}
 }
@@ -384,10 +387,13 @@ func TestAlphaAt(t *testing.T) {
 // checkpoint that started it, or from JointIters − JointIters/4 when none has (hand
 // values for 20 iterations: length 5, slope (0.1−1)/4 per iteration).
 func TestAlphaAtStopChurn(t *testing.T) {
-	r := &runner{cfg: Config{JointIters: 20, AlphaDiv: 1, AlphaDivEnd: 0.1, StopChurn: 0.01}, st: &runState{}}
+	r := struct {
+		cfg Config
+		st  *runState
+	}{Config{JointIters: 20, AlphaDiv: 1, AlphaDivEnd: 0.1, StopChurn: 0.01}, &runState{}}
 	check := func(it int, want float64) {
 		t.Helper()
-		if got := r.alphaAt(it); math.Abs(got-want) > 1e-12 {
+		if got := alphaAt(r.cfg, r.st, it); math.Abs(got-want) > 1e-12 {
 			t.Errorf("AnnealStart %d: alphaAt(%d) = %g, want %g", r.st.AnnealStart, it, got, want)
 		}
 	}
@@ -716,13 +722,12 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 // uninterrupted run; a damaged save is refused and no checkpoint file is left.
 func TestFinalEMResumesWithinRound(t *testing.T) {
 	cfg, a, repA := finalEMRun(t)
-	defer func(every time.Duration) { finalSaveEvery, finalSaved = every, nil }(finalSaveEvery)
-	finalSaveEvery = 0
+	h := &hooks{saveAlways: true}
 	b := t.TempDir()
 	stop := errors.New("interrupted")
 	for _, at := range []struct{ round, iter int }{{0, 5}, {1, 7}} {
 		first := ""
-		finalSaved = func(name string) error {
+		h.finalSaved = func(name string) error {
 			if first == "" {
 				first = name
 			}
@@ -732,7 +737,7 @@ func TestFinalEMResumesWithinRound(t *testing.T) {
 			return nil
 		}
 		var out strings.Builder
-		if _, err := Run(context.Background(), b, cfg, &out); !errors.Is(err, stop) {
+		if _, err := run(context.Background(), b, cfg, &out, h); !errors.Is(err, stop) {
 			t.Fatalf("run interrupted in round %d at iteration %d: %v", at.round, at.iter, err)
 		}
 		if at.round > 0 && first != "final-em-train-00-000006.gob" {
@@ -750,9 +755,9 @@ func TestFinalEMResumesWithinRound(t *testing.T) {
 		}
 	}
 	refusesDamaged(t, b, mustState(t, b).FinalEM.Training, cfg)
-	finalSaved = nil
+	h.finalSaved = nil
 	var out strings.Builder
-	repB, err := Run(context.Background(), b, cfg, &out)
+	repB, err := run(context.Background(), b, cfg, &out, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,8 +883,7 @@ func TestFinalGradResumesWithinTraining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(every time.Duration) { finalSaveEvery, finalSaved = every, nil }(finalSaveEvery)
-	finalSaveEvery = 0
+	h := &hooks{saveAlways: true}
 	b := t.TempDir()
 	stop := errors.New("interrupted")
 	said, next := "", "" // what the next call says, and the first file it saves
@@ -893,7 +897,7 @@ func TestFinalGradResumesWithinTraining(t *testing.T) {
 		{"final-grad-train-01-0-000004.gob", "finalise (2× budget)"},
 	} {
 		first := ""
-		finalSaved = func(name string) error {
+		h.finalSaved = func(name string) error {
 			if first == "" {
 				first = name
 			}
@@ -903,7 +907,7 @@ func TestFinalGradResumesWithinTraining(t *testing.T) {
 			return nil
 		}
 		var out strings.Builder
-		if _, err := Run(context.Background(), b, cfg, &out); !errors.Is(err, stop) {
+		if _, err := run(context.Background(), b, cfg, &out, h); !errors.Is(err, stop) {
 			t.Fatalf("interruption %d (%s): %v", i, at.file, err)
 		}
 		if !strings.Contains(out.String(), said) {
@@ -923,9 +927,9 @@ func TestFinalGradResumesWithinTraining(t *testing.T) {
 		said = fmt.Sprintf("%s resumed at iteration %d", at.label, iter)
 		next = fmt.Sprintf("%s%06d.gob", at.file[:len(at.file)-10], iter+1)
 	}
-	finalSaved = nil
+	h.finalSaved = nil
 	var out strings.Builder
-	repB, err := Run(context.Background(), b, cfg, &out)
+	repB, err := run(context.Background(), b, cfg, &out, h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,6 +164,28 @@ func writeState(dir string, st *runState) error {
 // legacy reports whether st was written before run directories recorded digests.
 func (st *runState) legacy() bool { return st.Identity == "" }
 
+// adoptLegacy records the digests of the files a legacy state relies on, so that the
+// next commit turns the directory into a checked one.
+func adoptLegacy(dir string, st *runState) error {
+	if st.Warmup == "" {
+		if _, err := os.Stat(filepath.Join(dir, WarmupFile)); err == nil {
+			st.Warmup = WarmupFile
+		}
+	}
+	for _, name := range []string{st.Warmup, st.Checkpoint, st.Healthy, VQVAEFile, CHMMFile, ReportFile} {
+		if name == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			continue
+		}
+		if err := record(dir, st, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkIdentity checks that dir's config.json is the one st was committed with.
 func checkIdentity(dir string, st *runState) error {
 	if st.legacy() {

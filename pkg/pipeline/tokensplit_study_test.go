@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -120,13 +119,13 @@ func refinalise(t *testing.T, res *Result, d *data, rows [][]float32) {
 		share[x] += 1 / float64(len(tokens))
 	}
 	fmt.Printf("refinalising with %d codes (was %d); token shares %.3f\n", k, res.HMM.K(), share)
-	r := &runner{ctx: context.Background(), cfg: cfg, st: &runState{}, out: os.Stderr, d: d}
+	r := testFinaliser(cfg, d, os.Stderr, nil)
 	start := time.Now()
 	var hmm *chmm.Model
 	if cfg.FinalTrainer == FinalEM {
-		hmm, err = r.finaliseEM(d.sequences(tokens), k, res.HMM.NumActions)
+		hmm, err = r.em(d.sequences(tokens), k, res.HMM.NumActions)
 	} else {
-		hmm, err = r.finalise(d.sequences(tokens), share, chmm.New(chmm.UniformClones(k, 1), res.HMM.NumActions, rand.New(rand.NewPCG(1, 1))))
+		hmm, err = r.gradient(d.sequences(tokens), share, chmm.New(chmm.UniformClones(k, 1), res.HMM.NumActions, rand.New(rand.NewPCG(1, 1))))
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/dataset"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// data holds the training and evaluation data of a run, all derived from the seed.
+type data struct {
+	env        *gridworld.Env
+	train      *dataset.Bank
+	episodes   []gridworld.Episode
+	frames     [][]int // frames[e][t]: index into train of the image at step t of episode e
+	allFrames  []int   // concatenated frames
+	allPlaces  []int
+	side       int
+	trainTotal int
+}
+
+func loadData(cfg Config) (*data, error) {
+	env, err := cfg.Environment()
+	if err != nil {
+		return nil, err
+	}
+	bank, err := dataset.LoadBank(cfg.Dataset, dataset.Train, env.ClassesUsed())
+	if err != nil {
+		return nil, err
+	}
+	d := &data{env: env, train: bank, side: bank.Rows()}
+	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)
+	imgRNG := rand.New(rand.NewPCG(cfg.Seed, 0x7a1))
+	for _, ep := range d.episodes {
+		idx := bank.Frames(imgRNG, ep.Obs)
+		d.frames = append(d.frames, idx)
+		d.allFrames = append(d.allFrames, idx...)
+		d.allPlaces = append(d.allPlaces, ep.Places...)
+	}
+	return d, nil
+}
+
+// encodeAll returns the hard token of every training frame under m, in blocks
+// (memory stays small).
+func (d *data) encodeAll(m *vqvae.Model) ([]int, error) { return d.encodeFrames(m, nil) }
+
+// encodeShown is encodeAll behind a progress line on out (nil: silent) named after
+// phase.
+func (d *data) encodeShown(m *vqvae.Model, out io.Writer, phase string) ([]int, error) {
+	var bar *progress.Bar
+	if out != nil {
+		bar = progress.New(out, phase+": encode training frames", len(d.allFrames)).Every(2 * time.Second)
+	}
+	tokens, err := d.encodeFrames(m, bar)
+	if err != nil {
+		return nil, err
+	}
+	bar.Done("")
+	return tokens, nil
+}
+
+// encodeFrames is encodeAll reporting the frames done to bar (nil: silent).
+func (d *data) encodeFrames(m *vqvae.Model, bar *progress.Bar) ([]int, error) {
+	const block = 4096
+	var out []int
+	var buf []float32
+	for s := 0; s < len(d.allFrames); s += block {
+		buf = d.train.Floats(d.allFrames[s:min(s+block, len(d.allFrames))], buf)
+		t, _, err := m.Encode(buf)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t...)
+		bar.Update(len(out), "")
+	}
+	return out, nil
+}
+
+// sequences cuts the training episodes' tokens (in episode order) into sequences.
+func (d *data) sequences(tokens []int) []chmm.Sequence {
+	seqs := make([]chmm.Sequence, len(d.episodes))
+	off := 0
+	for e, ep := range d.episodes {
+		seqs[e] = chmm.Sequence{Obs: tokens[off : off+ep.Len()], Actions: ep.Actions}
+		off += ep.Len()
+	}
+	return seqs
+}
+
+// tokenEntropies measures, for the training frames' hard tokens, H(token | place),
+// H(token | class) and H(class | token) (nats). The true places and classes are used
+// for these measurements only, never for training.
+func (d *data) tokenEntropies(tokens []int) evaluate.TokenEntropies {
+	classes := make([]int, len(tokens))
+	for i, g := range d.allPlaces {
+		classes[i] = d.env.Class[g]
+	}
+	return evaluate.NewTokenEntropies(tokens, d.allPlaces, classes)
+}

@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
+)
+
+// finalSaveEvery is how often the finalisation saves its training in progress (a
+// round's EM, or a gradient training), so that an interruption loses at most this
+// much of it.
+const finalSaveEvery = 5 * time.Minute
+
+// finalMap is what the finalisation hands the evaluation: the frozen encoder (reading
+// its codes through the token merge, if any) and the map.
+type finalMap struct {
+	vq  *vqvae.Model
+	hmm *chmm.Model
+}
+
+// finaliser is phase 3 in progress: the run's checkpoint, whose finalisation fields it
+// keeps, and when the finalisation's seconds not yet committed began.
+type finaliser struct {
+	s     *session
+	ck    *checkpoint
+	st    *runState // ck.st
+	start time.Time
+}
+
+// finalise is phase 3: the encoder frozen, the map trained on the training frames'
+// hard tokens (merged first with Config.MergeTokens) by the gradient finalisation
+// (gradient) or by EM through a confusion matrix (em), saved with the encoder as the
+// run's model files. It starts from j, the joint phase's model, or from the state's
+// joint checkpoint when j is nil.
+func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
+	cfg := s.cfg
+	if j == nil {
+		var err error
+		if j, err = openJoint(s, ck, ck.st.Checkpoint); err != nil {
+			return nil, err
+		}
+	}
+	f := &finaliser{s: s, ck: ck, st: ck.st, start: time.Now()}
+	tokens, err := s.d.encodeShown(j.VQ, s.out, "finalisation")
+	if err != nil {
+		return nil, err
+	}
+	f.st.joint().End = s.d.tokenEntropies(tokens)
+	hmm, err := j.HMM()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MergeTokens > 0 {
+		if tokens, err = f.mergeTokens(j.VQ, tokens); err != nil {
+			return nil, err
+		}
+		// The finalisation starts afresh (Validate: BudgetShare or EM); this model only
+		// carries the merged tokens and the actions.
+		hmm = chmm.New(chmm.UniformClones(j.VQ.NumTokens(), 1), hmm.NumActions, nil)
+	}
+	share := make([]float64, hmm.K())
+	for _, x := range tokens {
+		share[x] += 1 / float64(len(tokens))
+	}
+	if cfg.FinalTrainer == FinalEM {
+		hmm, err = f.em(s.d.sequences(tokens), hmm.K(), hmm.NumActions)
+	} else {
+		hmm, err = f.gradient(s.d.sequences(tokens), share, hmm)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := f.saveMap(j.VQ, hmm); err != nil {
+		return nil, err
+	}
+	return &finalMap{vq: j.VQ, hmm: hmm}, nil
+}
+
+// saveMap saves the map hmm (with its confusion matrix, if the finalisation learned
+// one) and the encoder vq as the run's model files, and commits the phase's end: its
+// checkpoint and the files it named are gone.
+func (f *finaliser) saveMap(vq *vqvae.Model, hmm *chmm.Model) error {
+	cfg := f.s.cfg
+	conf := f.st.Made.Confusion
+	hmm.Meta = map[string]string{"env": cfg.Env, "dataset": cfg.Dataset, "trainer": "joint", "seed": fmt.Sprint(cfg.Seed)}
+	if conf != nil {
+		b, err := json.Marshal(conf)
+		if err != nil {
+			return err
+		}
+		hmm.Meta[ConfusionMeta] = string(b)
+	}
+	if err := hmm.Save(f.ck.path(CHMMFile)); err != nil {
+		return err
+	}
+	if err := vq.Save(f.ck.path(VQVAEFile)); err != nil {
+		return err
+	}
+	for _, name := range []string{CHMMFile, VQVAEFile} {
+		if err := f.ck.record(name); err != nil {
+			return err
+		}
+	}
+	f.st.Seconds[PhaseFinal] += time.Since(f.start).Seconds()
+	f.st.Phase = PhaseEval
+	f.st.FinalEM, f.st.FinalGrad = nil, nil
+	f.forget()
+	if err := f.ck.commit(); err != nil {
+		return err
+	}
+	f.removeStray()
+	return nil
+}
+
+// mergeTokens merges the joint phase's tokens that the training walks cannot tell
+// apart (Config.MergeTokens, chmm.MergeTokens) into the map's tokens: the final
+// encoder vq reads its codes through the merge (vqvae.Model.SetTokens), and the
+// training frames' tokens (the joint phase's) are returned as the map's. The merge is
+// recorded in the state (TokensMerged).
+func (f *finaliser) mergeTokens(vq *vqvae.Model, tokens []int) ([]int, error) {
+	s := f.s
+	group, n, err := chmm.MergeTokens(s.d.sequences(tokens), vq.NumTokens(), s.d.env.NumActions(), s.cfg.MergeTokens)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: merging tokens: %w", err)
+	}
+	if n < 2 {
+		return nil, fmt.Errorf("pipeline: merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", s.cfg.MergeTokens, vq.NumTokens())
+	}
+	if err := vq.SetTokens(group); err != nil {
+		return nil, err
+	}
+	merged := make([]int, len(tokens))
+	for i, k := range tokens {
+		merged[i] = group[k]
+	}
+	f.st.TokensMerged = group
+	if s.out != nil {
+		fmt.Fprintf(s.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, s.cfg.MergeTokens)
+	}
+	return merged, nil
+}
+
+// record appends a finalisation training's iterations to the history as
+// finalisation records, numbered after the last one (event, if set, marks the first),
+// and the run to the state's record of how the map is made.
+func (f *finaliser) record(h *chmm.History, label, event string) {
+	st := f.st
+	st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop,
+		ChunkLen: h.ChunkLen, Batch: h.Batch})
+	n := 0 // finalisation iterations recorded so far
+	for _, rec := range st.History {
+		if rec.Phase == PhaseFinal {
+			n = rec.Step
+		}
+	}
+	for i := range h.LogLik {
+		rec := Record{Step: n + i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]}
+		if i == 0 {
+			rec.Event = event
+		}
+		st.History = append(st.History, rec)
+	}
+}
+
+// saveEvery is how often the finalisation saves its training in progress.
+func (f *finaliser) saveEvery() time.Duration {
+	if h := f.s.hooks; h != nil && h.saveAlways {
+		return 0
+	}
+	return finalSaveEvery
+}
+
+// saveTraining commits v, a training in progress, as a gob in the new file name, which
+// set names in the state's finalisation checkpoint.
+func (f *finaliser) saveTraining(name string, v any, set func()) error {
+	if err := f.ck.saveGob(name, v); err != nil {
+		return err
+	}
+	set()
+	if err := f.commit(); err != nil {
+		return err
+	}
+	if h := f.s.hooks; h != nil && h.finalSaved != nil {
+		return h.finalSaved(name)
+	}
+	return nil
+}
+
+// commit commits a finalisation checkpoint (FinalEM or FinalGrad, its files recorded)
+// with the finalisation's seconds so far, and removes the checkpoint files it no longer
+// names.
+func (f *finaliser) commit() error {
+	f.forget()
+	f.st.Seconds[PhaseFinal] += time.Since(f.start).Seconds()
+	f.start = time.Now()
+	if err := f.ck.commit(); err != nil {
+		return err
+	}
+	f.removeStray()
+	return nil
+}
+
+// finalFiles are the model files the state's finalisation checkpoint names.
+func (st *runState) finalFiles() []string {
+	var names []string
+	if st.FinalEM != nil {
+		for _, name := range []string{st.FinalEM.Start, st.FinalEM.Best, st.FinalEM.Training} {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+	}
+	if g := st.FinalGrad; g != nil {
+		for _, name := range []string{g.Model, g.Training} {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// forget drops the finalisation checkpoints' files from the state's digests except
+// those its checkpoint names.
+func (f *finaliser) forget() {
+	keep := f.st.finalFiles()
+	for name := range f.st.Files {
+		if isFinalFile(name) && !slices.Contains(keep, name) {
+			delete(f.st.Files, name)
+		}
+	}
+}
+
+// removeStray removes the finalisation checkpoints' files (isFinalFile) that the
+// committed state no longer names.
+func (f *finaliser) removeStray() {
+	names, _ := filepath.Glob(f.ck.path("final-*"))
+	for _, p := range names {
+		if !isFinalFile(filepath.Base(p)) {
+			continue
+		}
+		if _, ok := f.st.Files[filepath.Base(p)]; !ok {
+			os.Remove(p)
+		}
+	}
+}
+
+// isFinalFile: a finalisation checkpoint's file (final-em-*.model, final-grad-*.model,
+// and the trainings in progress, final-*-train-*.gob).
+func isFinalFile(name string) bool {
+	model, _ := filepath.Match("final-*.model", name)
+	train, _ := filepath.Match("final-*-train-*.gob", name)
+	return model || train
+}
+
+// holdOutEnds returns the first 1 − GrowHoldOut of every walk (at least 2 steps) and
+// the number of steps left out.
+func holdOutEnds(seqs []chmm.Sequence) (start []chmm.Sequence, held int) {
+	start = make([]chmm.Sequence, len(seqs))
+	for i, s := range seqs {
+		n := max(2, s.Len()-int(GrowHoldOut*float64(s.Len())))
+		start[i] = chmm.Sequence{Obs: s.Obs[:n], Actions: s.Actions[:n-1]}
+		held += s.Len() - n
+	}
+	return start, held
+}

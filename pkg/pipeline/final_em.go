@@ -1,0 +1,318 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/progress"
+)
+
+// emRounds is the EM finalisation (FinalEM) in progress: its split rounds
+// (chmm.GrowBySplitting) and what they carry from one to the next, all of which its
+// checkpoint (finalEMState) holds after each split.
+type emRounds struct {
+	f        *finaliser
+	s        *finalEMState
+	seqs     []chmm.Sequence // the training walks
+	start    []chmm.Sequence // their first 1 − GrowHoldOut
+	train    []chmm.Sequence // start cut into pieces
+	held     int             // the steps held out
+	src      *rand.PCG       // the splits' generator
+	patience int             // rounds without a gain that end the rounds
+
+	conf, bestConf    [][]float64
+	best              *chmm.Model
+	bestBits          float64
+	bestRound, missed int
+	resume            *chmm.EMState // the first round's EM in progress, after a resume
+}
+
+// em is the finalisation by EM through a learned confusion matrix (FinalEM). From one
+// clone per token, EM (FinalIters soft iterations, pseudocount FinalEMPseudocount,
+// chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns the map and C[k][o],
+// the chance that a place of token k is read as o, on the first 1 − GrowHoldOut of
+// every training walk in seqs, cut into pieces of at least minPiece steps so that
+// every core has one (the forward–backward pass through C runs one goroutine per
+// sequence; a cut starts its piece afresh, from π). C starts as startConfusion makes
+// it; entries below ConfusionMin are dropped after each round. Then the clones holding
+// at least chmm.UsedShare of their token's expected visits are kept and split in two,
+// and EM trains on, until the held-out ends of the walks (scored given their starts,
+// under C) have missed a gain of SplitGain bits per step over the best so far
+// SplitPatience rounds in a row, or FinalDoublings split rounds are done. The map with
+// the cheapest held-out ends is kept, with its C in the state's Made.Confusion.
+func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
+	cfg := f.s.cfg
+	e := &emRounds{f: f, seqs: seqs, src: rand.NewPCG(cfg.Seed, 0x5b1e), bestBits: math.Inf(1), patience: SplitPatience}
+	e.start, e.held = holdOutEnds(seqs)
+	rng := rand.New(e.src)
+	m, err := e.begin(k, numActions)
+	if err != nil {
+		return nil, err
+	}
+	e.train = pieces(e.start, e.s.Pieces, minPiece)
+	if h := f.s.hooks; h != nil && h.patience > 0 {
+		e.patience = h.patience
+	}
+	g := chmm.GrowBySplitting{Train: e.trainRound, Judge: e.judge, AfterSplit: e.afterSplit, Noise: 0.1, Rand: rng}
+	if _, _, err := g.Run(e.s.Round, m); err != nil {
+		return nil, err
+	}
+	f.st.Made.Doublings, f.st.Made.Confusion = e.bestRound, e.bestConf
+	return e.best, nil
+}
+
+// begin returns the map the rounds go on from: round 0's start (one clone per token,
+// with startConfusion's C), or where the state's checkpoint left them.
+func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
+	f, cfg := e.f, e.f.s.cfg
+	s := f.st.FinalEM
+	if s == nil {
+		e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
+		var rare []int
+		e.conf, rare = startConfusion(e.seqs, k)
+		if len(rare) > 0 && f.s.out != nil {
+			fmt.Fprintf(f.s.out, "token(s) %v show on fewer than %d training steps: read as misreads of the others, they hold no place\n", rare, chmm.NoisyStepsPerClone)
+		}
+		f.st.Made.HeldOutBits = nil
+		return chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1))), nil
+	}
+	e.s = s
+	var m *chmm.Model
+	var err error
+	if s.Start == "" { // round 0, saved within its EM
+		m = chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
+	} else if m, err = f.ck.loadModel(s.Start, k, numActions); err != nil {
+		return nil, err
+	}
+	if s.Best != "" {
+		if e.best, err = f.ck.loadModel(s.Best, k, numActions); err != nil {
+			return nil, err
+		}
+	}
+	if s.RNG != nil {
+		if err := e.src.UnmarshalBinary(s.RNG); err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: resuming round %d: %w", s.Round, err)
+		}
+	}
+	e.conf, e.bestConf, e.bestBits, e.bestRound, e.missed = s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed
+	within := ""
+	if s.Training != "" {
+		e.resume = new(chmm.EMState)
+		if err := f.ck.loadGob(s.Training, e.resume); err != nil {
+			return nil, err
+		}
+		within = fmt.Sprintf(", within its EM at iteration %d", e.resume.Iter)
+	}
+	if f.s.out != nil {
+		fmt.Fprintf(f.s.out, "finalisation by EM resumed at round %d (%d states)%s\n", s.Round, m.N(), within)
+	}
+	return m, nil
+}
+
+// trainRound trains round's map m by EM through the confusion matrix, which it
+// learns and trims (chmm.GrowBySplitting.Train); the training in progress is saved
+// every finalSaveEvery.
+func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
+	f, cfg := e.f, e.f.s.cfg
+	ec := chmm.DefaultEMConfig()
+	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
+	ec.Seed = cfg.Seed + uint64(round)<<32
+	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = e.conf, true, ConfusionBeam
+	ec.Stop = f.s.ctx.Err
+	ec.Resume, e.resume = e.resume, nil
+	if f.ck.saves() {
+		ec.SaveEvery = f.saveEvery()
+		ec.Save = func(es *chmm.EMState) error {
+			// The round's bookkeeping as it began (round 0's is not in the state yet).
+			e.keep(round)
+			name := fmt.Sprintf("final-em-train-%02d-%06d.gob", round, es.Iter)
+			return f.saveTraining(name, es, func() { e.s.Training, f.st.FinalEM = name, e.s })
+		}
+	}
+	label := fmt.Sprintf("finalise EM, round %d (%d states)", round, m.N())
+	var bar *progress.Bar
+	if f.s.out != nil {
+		bar = progress.New(f.s.out, label, ec.MaxIters).Every(2 * time.Second)
+		if ec.Resume != nil {
+			bar.From(ec.Resume.Iter)
+		}
+	}
+	ec.Progress = func(p chmm.Progress) { bar.Update(p.Iter, "ℓ/T %.4f", p.LogLik) }
+	h, err := chmm.TrainEM(m, e.train, ec)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	bar.Finish(len(h.LogLik), "%s (%d clone-splitting rounds)", h.Stop, len(h.Splits))
+	f.record(h, label, "")
+	e.conf = h.Confusion
+	chmm.TrimConfusion(e.conf, ConfusionMin) // h.Confusion is a new matrix every training
+	return m, nil
+}
+
+// judge scores round's trained map m on the held-out ends of the walks, keeps the best
+// so far, and ends the rounds after patience rounds without a gain of SplitGain or
+// after FinalDoublings; else it keeps the clones with chmm.UsedShare of their token's
+// expected visits (chmm.GrowBySplitting.Judge).
+func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) {
+	f, cfg := e.f, e.f.s.cfg
+	whole, err := chmm.ConfusedLogLikelihoods(m, e.seqs, e.conf, 0)
+	if err != nil {
+		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	begun, err := chmm.ConfusedLogLikelihoods(m, e.start, e.conf, 0)
+	if err != nil {
+		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	var nats float64
+	for i := range e.seqs {
+		nats += whole[i] - begun[i]
+	}
+	bits := -nats / float64(max(1, e.held)) / math.Ln2
+	f.st.Made.HeldOutBits = append(f.st.Made.HeldOutBits, bits)
+	if h := f.s.hooks; h != nil && h.emRound != nil {
+		if err := h.emRound(round, m, e.conf); err != nil {
+			return chmm.SplitJudgement{}, err
+		}
+	}
+	if e.bestBits-bits < SplitGain {
+		e.missed++
+	} else {
+		e.missed = 0
+	}
+	if bits < e.bestBits {
+		e.best, e.bestConf, e.bestBits, e.bestRound = m.Clone(), e.conf, bits, round
+	}
+	why := ""
+	switch {
+	case e.missed == e.patience:
+		why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", e.missed, SplitGain, e.bestRound)
+	case round == cfg.FinalDoublings:
+		why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, e.bestRound)
+	}
+	visits, err := chmm.ExpectedVisits(m, e.train, e.conf, 0)
+	if err != nil {
+		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
+	if out := f.s.out; out != nil {
+		fmt.Fprintf(out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
+		if why != "" {
+			fmt.Fprintf(out, ": %s\n", why)
+		} else {
+			fmt.Fprintf(out, ": split in two\n")
+		}
+	}
+	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// keep puts the rounds' bookkeeping as round begins into the checkpoint.
+func (e *emRounds) keep(round int) {
+	s := e.s
+	s.Round, s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed = round, e.conf, e.bestConf, e.bestBits, e.bestRound, e.missed
+}
+
+// afterSplit commits the checkpoint of round next, with m (its start) and the best map
+// saved beside it, so that an interrupted finalisation resumes at that round
+// (chmm.GrowBySplitting.AfterSplit). Runs without a directory (studies) keep nothing.
+func (e *emRounds) afterSplit(next int, m *chmm.Model) error {
+	e.keep(next)
+	s, f := e.s, e.f
+	s.Training = ""
+	if !f.ck.saves() {
+		return nil
+	}
+	var err error
+	if s.RNG, err = e.src.MarshalBinary(); err != nil {
+		return fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	// New names each round: the files the last commit names stay until this one lands.
+	s.Start = fmt.Sprintf("final-em-start-%02d.model", s.Round)
+	bestName := fmt.Sprintf("final-em-best-%02d.model", s.BestRound)
+	for _, file := range []struct {
+		name string
+		m    *chmm.Model
+	}{{s.Start, m}, {bestName, e.best}} {
+		if file.name == s.Best {
+			continue // the best map has not changed
+		}
+		if err := file.m.Save(f.ck.path(file.name)); err != nil {
+			return fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if err := f.ck.record(file.name); err != nil {
+			return err
+		}
+	}
+	s.Best = bestName
+	f.st.FinalEM = s
+	return f.commit()
+}
+
+// startConfusion is FinalEM's first confusion matrix: 0.9 on the diagonal and 0.1
+// spread evenly over the other tokens. A token that shows on fewer than
+// chmm.NoisyStepsPerClone steps of seqs (a code the encoder all but stopped using) is
+// read only as itself (C[k][k] = 1, learned no further): its clones are never
+// candidates for another token, and its few steps are left to the others' rows as
+// misreads (left free, such a row holds no steps of its own to anchor it and can
+// become a wildcard read as several tokens). rare lists those tokens.
+func startConfusion(seqs []chmm.Sequence, k int) (c [][]float64, rare []int) {
+	count := make([]int, k)
+	for _, q := range seqs {
+		for _, o := range q.Obs {
+			count[o]++
+		}
+	}
+	common := 0
+	for i := range k {
+		if count[i] < chmm.NoisyStepsPerClone {
+			rare = append(rare, i)
+		} else {
+			common++
+		}
+	}
+	c = make([][]float64, k)
+	for i := range c {
+		c[i] = make([]float64, k)
+		if count[i] < chmm.NoisyStepsPerClone || common == 1 {
+			c[i][i] = 1
+			continue
+		}
+		for o := range c[i] {
+			if o != i {
+				c[i][o] = 0.1 / float64(k-1)
+			}
+		}
+		c[i][i] = 0.9
+	}
+	return c, rare
+}
+
+// minPiece is the shortest piece the EM finalisation cuts a training walk into.
+const minPiece = 10000
+
+// pieces cuts seqs into at least n sequences where each piece keeps at least min
+// steps: the longest sequence is halved until there are n or halving would pass min.
+func pieces(seqs []chmm.Sequence, n, min int) []chmm.Sequence {
+	out := slices.Clone(seqs)
+	for len(out) < n {
+		i := 0
+		for j, s := range out {
+			if s.Len() > out[i].Len() {
+				i = j
+			}
+		}
+		s := out[i]
+		h := s.Len() / 2
+		if h < min {
+			break
+		}
+		a := chmm.Sequence{Obs: s.Obs[:h], Actions: s.Actions[:h-1]}
+		b := chmm.Sequence{Obs: s.Obs[h:], Actions: s.Actions[h:]}
+		out = slices.Insert(slices.Delete(out, i, i+1), i, a, b)
+	}
+	return out
+}

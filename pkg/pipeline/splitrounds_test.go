@@ -1,0 +1,148 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
+)
+
+// emRecord is what an EM finalisation ends with: the held-out ends of every round, the
+// round kept, the map's clones, the trainings run, the kept map's log-likelihood of the
+// walks through its confusion matrix, and the matrix's diagonal.
+type emRecord struct {
+	HeldOutBits []float64
+	Doublings   int
+	Clones      []int
+	Runs        []string
+	LogLik      float64
+	Diag        []float64
+}
+
+// TestFinalEMSplitRoundsAsRecorded runs the EM finalisation's split rounds
+// (chmm.GrowBySplitting) on aliased walks whose tokens are misread with probability
+// 0.08, until two rounds without a gain or after two split rounds, and compares the
+// held-out ends, the round kept, the map, the trainings and the progress lines of the
+// rounds with what the code gave before the split rounds had one home.
+//
+// The values were recorded by running these cases on commit 7a23539 (where run.go's
+// runner.finaliseEM split the map) with go1.27.3 and GOEXPERIMENT=simd on the
+// project's 2-core amd64 machine (HMM kernels AVX2), printing the fields with %#v.
+// Counts and text must match exactly, and the floats too where the HMM kernels and the
+// worker count are those of the recording; elsewhere, to a relative 1e-6, since the
+// kernels' and the workers' sums differ in rounding.
+func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
+	tol := recordedTolerance()
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := gridworld.NewRand(7)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, 3000)
+		obs := slices.Clone(ep.Obs)
+		for i, o := range obs {
+			if rng.Float64() < 0.08 {
+				obs[i] = (o + 1) % 4
+			}
+		}
+		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	patience := emRecord{HeldOutBits: []float64{0.9168627046182101, 0.6717878177666073, 0.45291391197208647, 0.4545454640974032, 0.46082522565297696},
+		Doublings: 2, Clones: []int{4, 4, 4, 4},
+		Runs: []string{"finalise EM, round 0 (5 states): 61", "finalise EM, round 1 (9 states): 61", "finalise EM, round 2 (17 states): 61",
+			"finalise EM, round 3 (33 states): 61", "finalise EM, round 4 (65 states): 61"},
+		LogLik: -1744.1991936040558, Diag: []float64{0.9248456740261862, 0.9193805452298945, 0.9221660426285156, 0.9001507890334537}}
+	two := patience
+	two.HeldOutBits, two.Runs = patience.HeldOutBits[:3], patience.Runs[:3]
+	for _, c := range []struct {
+		name      string
+		doublings int // Config.FinalDoublings (0: the default)
+		want      emRecord
+		lines     []string
+	}{
+		{"patience", 0, patience, []string{
+			"round 0: 5 states, 4 used; held-out ends of the training walks 0.9169 bits/step: split in two",
+			"round 1: 9 states, 8 used; held-out ends of the training walks 0.6718 bits/step: split in two",
+			"round 2: 17 states, 16 used; held-out ends of the training walks 0.4529 bits/step: split in two",
+			"round 3: 33 states, 32 used; held-out ends of the training walks 0.4545 bits/step: split in two",
+			"round 4: 65 states, 64 used; held-out ends of the training walks 0.4608 bits/step: 2 round(s) without a gain of 0.0005 bits: the map of round 2 kept",
+		}},
+		{"two rounds", 2, two, []string{
+			"round 0: 5 states, 4 used; held-out ends of the training walks 0.9169 bits/step: split in two",
+			"round 1: 9 states, 8 used; held-out ends of the training walks 0.6718 bits/step: split in two",
+			"round 2: 17 states, 16 used; held-out ends of the training walks 0.4529 bits/step: 2 split rounds done: the map of round 2 kept",
+		}},
+	} {
+		cfg, err := DefaultConfig("aliased")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = cfg.WithFinalTrainer(FinalEM)
+		cfg.FinalIters = 60
+		if c.doublings > 0 {
+			cfg.FinalDoublings = c.doublings
+		}
+		var out strings.Builder
+		f := testFinaliser(cfg, nil, &out, nil)
+		hmm, err := f.em(seqs, 4, env.NumActions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := f.st.Made
+		var runs []string
+		for _, run := range made.Runs {
+			runs = append(runs, fmt.Sprintf("%s: %d", run.Name, run.Iterations))
+		}
+		lls, err := chmm.ConfusedLogLikelihoods(hmm, seqs, made.Confusion, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var diag []float64
+		for k := range made.Confusion {
+			diag = append(diag, made.Confusion[k][k])
+		}
+		got := emRecord{HeldOutBits: made.HeldOutBits, Doublings: made.Doublings, Clones: hmm.Clones, Runs: runs, LogLik: lls[0] + lls[1], Diag: diag}
+		near := func(a, b []float64) bool {
+			if len(a) != len(b) {
+				return false
+			}
+			for i := range a {
+				if math.Abs(a[i]-b[i]) > tol*math.Max(math.Abs(a[i]), math.Abs(b[i])) {
+					return false
+				}
+			}
+			return true
+		}
+		if !near(got.HeldOutBits, c.want.HeldOutBits) || !near(got.Diag, c.want.Diag) || !near([]float64{got.LogLik}, []float64{c.want.LogLik}) ||
+			got.Doublings != c.want.Doublings || !slices.Equal(got.Clones, c.want.Clones) || !slices.Equal(got.Runs, c.want.Runs) {
+			t.Errorf("%s:\n got  %+v\n want %+v", c.name, got, c.want)
+		}
+		var lines []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if i := strings.Index(l, "round "); i >= 0 && strings.Contains(l, "bits/step") {
+				lines = append(lines, l[i:])
+			}
+		}
+		if !reflect.DeepEqual(lines, c.lines) {
+			t.Errorf("%s: rounds reported\n%s\nwant\n%s", c.name, strings.Join(lines, "\n"), strings.Join(c.lines, "\n"))
+		}
+	}
+}
+
+// recordedTolerance is the relative difference allowed between floats computed here
+// and values recorded with the AVX2 HMM kernels and 2 workers: none with those, else
+// 1e-6.
+func recordedTolerance() float64 {
+	if chmm.KernelSet() == "avx2" && runtime.GOMAXPROCS(0) == 2 {
+		return 0
+	}
+	return 1e-6
+}
