@@ -7,10 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // ChecksumFile is the name of a directory's checksum list. Its format is the one
@@ -18,12 +19,15 @@ import (
 // line per file, names relative to the directory.
 const ChecksumFile = "SHA256SUMS"
 
+// checksumListLimit bounds a checksum list: a line of about 100 bytes per file.
+var checksumListLimit = inputfile.Limit{Format: "checksum list", Bytes: 1 << 20}
+
 // VerifyChecksums checks every file listed in dir/SHA256SUMS against its
 // recorded SHA-256. A missing list, a malformed line (reported as file:line), a
 // missing file or a mismatch is an error; mismatches wrap [ErrChecksum].
 func VerifyChecksums(dir string) error {
 	list := filepath.Join(dir, ChecksumFile)
-	data, err := os.ReadFile(list)
+	data, err := inputfile.ReadFile(list, checksumListLimit)
 	if err != nil {
 		return err
 	}
@@ -101,14 +105,5 @@ func parseChecksums(data []byte, list string) ([]checksumEntry, error) {
 
 // fileSHA256 returns the lower-case hex SHA-256 of a file's bytes.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return inputfile.Digest(path, IDXLimit)
 }

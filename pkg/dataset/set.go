@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // Split selects the training or the held-out test part of a data set.
@@ -247,9 +249,12 @@ func findModuleRoot(dir string) (string, bool) {
 	}
 }
 
+// goModLimit bounds a go.mod file read to find the repository root.
+var goModLimit = inputfile.Limit{Format: "go.mod file", Bytes: 1 << 20}
+
 // goModDeclares reports whether the go.mod at path has the line "module <mod>".
 func goModDeclares(path, mod string) bool {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, goModLimit)
 	if err != nil {
 		return false
 	}
