@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 
 	"github.com/gomlx/compute"
 
@@ -367,7 +368,7 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 		}
 	}
 	if st.legacy() {
-		if err := adoptLegacy(dir, st); err != nil {
+		if err := adoptLegacy(dir, st, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -712,8 +713,12 @@ func (r *runner) loadVQ(name string) (*vqvae.Model, error) {
 }
 
 // adoptLegacy records the digests of the files a legacy state relies on, so that the
-// next commit turns the directory into a checked one.
-func adoptLegacy(dir string, st *runState) error {
+// next commit turns the directory into a checked one; files that do not show they are
+// the run of cfg are refused (checkAdoption).
+func adoptLegacy(dir string, st *runState, cfg Config) error {
+	if err := checkAdoption(dir, st, cfg); err != nil {
+		return err
+	}
 	if st.Warmup == "" {
 		if _, err := os.Stat(filepath.Join(dir, WarmupFile)); err == nil {
 			st.Warmup = WarmupFile
@@ -1763,7 +1768,7 @@ func (r *runner) loadTraining(name string, v any) error {
 	if err := verify(r.dir, r.st, name); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(r.path(name))
+	b, err := inputfile.ReadFile(r.path(name), trainingLimit)
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
@@ -2169,7 +2174,7 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		return nil, err
 	}
 	if st.legacy() {
-		if err := adoptLegacy(dir, st); err != nil {
+		if err := adoptLegacy(dir, st, res.Config); err != nil {
 			return nil, err
 		}
 		if st.Identity, err = fileDigest(filepath.Join(dir, ConfigFile)); err != nil {
