@@ -26,26 +26,35 @@ var checksumListLimit = inputfile.Limit{Format: "checksum list", Bytes: 1 << 20}
 // recorded SHA-256. A missing list, a malformed line (reported as file:line), a
 // missing file or a mismatch is an error; mismatches wrap [ErrChecksum].
 func VerifyChecksums(dir string) error {
+	_, err := verifyChecksums(dir)
+	return err
+}
+
+// verifyChecksums is VerifyChecksums; it returns the names the list holds (the
+// files it checked).
+func verifyChecksums(dir string) (map[string]bool, error) {
 	list := filepath.Join(dir, ChecksumFile)
 	data, err := inputfile.ReadFile(list, checksumListLimit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entries, err := parseChecksums(data, list)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	listed := map[string]bool{}
 	for _, e := range entries {
 		got, err := fileSHA256(filepath.Join(dir, e.name))
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", list, e.line, err)
+			return nil, fmt.Errorf("%s:%d: %w", list, e.line, err)
 		}
 		if got != e.sum {
-			return fmt.Errorf("%s: SHA-256 %s, want %s (%s:%d); the file is corrupt or was changed: %w",
+			return nil, fmt.Errorf("%s: SHA-256 %s, want %s (%s:%d); the file is corrupt or was changed: %w",
 				filepath.Join(dir, e.name), got, e.sum, list, e.line, ErrChecksum)
 		}
+		listed[e.name] = true
 	}
-	return nil
+	return listed, nil
 }
 
 // WriteChecksums writes dir/SHA256SUMS listing the SHA-256 of the named files

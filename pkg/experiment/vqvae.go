@@ -316,8 +316,8 @@ func loadBank28(name string, split dataset.Split, env *gridworld.Env) (*dataset.
 	if err := b.Check(env.ClassesUsed()); err != nil {
 		return nil, nil, fmt.Errorf("environment %s: %w", env.Name, err)
 	}
-	if b.Rows() != 28 || b.Cols() != 28 {
-		return nil, nil, fmt.Errorf("data set %s: %d×%d images; the VQ-VAE needs 28×28", name, b.Rows(), b.Cols())
+	if err := b.CheckSide(28, ""); err != nil {
+		return nil, nil, err
 	}
 	return b, set.ClassNames, nil
 }

@@ -293,6 +293,9 @@ func loadData(cfg Config) (*data, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := bank.CheckSide(cfg.VQVAE.Side, "vqvae.side"); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
 	d := &data{env: env, train: bank, side: bank.Rows()}
 	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)
 	imgRNG := rand.New(rand.NewPCG(cfg.Seed, 0x7a1))
