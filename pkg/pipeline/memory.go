@@ -16,7 +16,9 @@ type MemoryParts struct {
 }
 
 // Peak is the program's base, Data, and the largest phase.
-func (p MemoryParts) Peak() float64 { return baseBytes + p.Data + max(p.Warmup, p.Joint, p.Final, p.Eval) }
+func (p MemoryParts) Peak() float64 {
+	return baseBytes + p.Data + max(p.Warmup, p.Joint, p.Final, p.Eval)
+}
 
 // EstimateBytes estimates the peak memory of a run of cfg (MemoryParts.Peak of
 // EstimateParts): every allocation that grows with the configuration, on top of a
@@ -61,16 +63,16 @@ func EstimateParts(cfg Config) MemoryParts {
 	p.Warmup = max(VQVAETrainBytes(v, float64(cfg.WarmupBatch)), VQVAEEncodeBytes(v, min(steps, encodeBlock)),
 		VQVAEEncodeBytes(v, max(recenter, min(steps, 1024)))) + 8*steps // and a token per step
 
+	side2 := float64(v.Side) * float64(v.Side)
 	frames := float64(cfg.JointBatch) * float64(min(cfg.ChunkLen, cfg.Steps))
 	grad := frames
 	if cfg.GradFrames > 0 {
 		grad = min(frames, float64(cfg.GradFrames))
 	}
 	nJoint := 1 + k*float64(cfg.Clones)
-	vqJoint := VQVAETrainBytes(v, grad)
-	if frames > grad { // the other frames go through the encoder only
-		vqJoint += VQVAEEncodeBytes(v, frames-grad)
-	}
+	// The HMM term's gradient reaches the encoder through every frame's posterior; the
+	// decoder sees the grad frames only.
+	vqJoint := VQVAETrainBytes(v, grad) + gcFactor*4*(frames-grad)*(side2+2*vqEncoderActivations(v))
 	if cfg.FreezeVQVAE {
 		vqJoint = VQVAEEncodeBytes(v, frames)
 	}
@@ -115,6 +117,16 @@ func VQVAEEncodeBytes(c vqvae.Config, frames float64) float64 {
 func vqParams(c vqvae.Config) float64 {
 	e, d, o := c.NumParameters()
 	return float64(e) + float64(d) + float64(o)
+}
+
+// vqEncoderActivations is vqActivations of the encoder alone: for conv about
+// 1.5·F·s² + 2·s², for the MLP 2·(256 + 128 + D).
+func vqEncoderActivations(c vqvae.Config) float64 {
+	s2 := float64(c.Side) * float64(c.Side)
+	if c.Arch == vqvae.ArchMLP {
+		return 2 * (256 + 128 + float64(c.D))
+	}
+	return 1.5*float64(c.F)*s2 + 2*s2
 }
 
 // vqActivations is the number of floats the forward pass of one frame holds (the

@@ -74,9 +74,17 @@ func TestEstimateConv(t *testing.T) {
 	if got, want := VQVAETrainBytes(c, 1), 8.0*(4*params+3*10*32+784+2*act); got != want {
 		t.Errorf("one conv frame: %.0f bytes, want %.0f", got, want)
 	}
-	cfg, err := DefaultConfig("aliased")
+	cfg, err := DefaultConfig("aliased") // conv, K 4, 4 chunks of 256 frames, 256 with gradients
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The joint phase: a training step of the VQ-VAE (K = 4) on 256 frames; the other
+	// 768 through the encoder, forward and backward: 8·768·(784 + 2·(1.5·32·784 +
+	// 2·784)); the HMM of 1 + 4·5 = 21 states on 1024 frames: 8·(4·1024·21 + 5·4·21²).
+	const encAct = 1.5*32*784 + 2*784 // 39200
+	want := 8.0*(4*params+3*4*32+256*(784+2*act)) + 8*768*(784+2*encAct) + 8*(4*1024*21+5*4*21*21)
+	if got := EstimateParts(cfg).Joint; math.Abs(got-want) > 0.5 {
+		t.Errorf("conv joint phase: %.0f bytes, want %.0f", got, want)
 	}
 	cfg.VQVAE.Side = 4096
 	if got := EstimateBytes(cfg); !(got > 34e9) {
