@@ -158,7 +158,7 @@ func notRegular(path string, m fs.FileMode) error {
 	if target, err := os.Readlink(path); err == nil {
 		via = fmt.Sprintf(" (a symbolic link to %s)", target)
 	}
-	return fmt.Errorf("%s%s is %s, not a regular file: %w", path, via, kind, ErrNotRegular)
+	return fmt.Errorf("%s%s is %s: %w", path, via, kind, ErrNotRegular)
 }
 
 // tooLarge is the error for path of size bytes (-1: it grew while read) over lim.
