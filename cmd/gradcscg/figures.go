@@ -24,6 +24,9 @@ func runFigures(args []string) error {
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
+	if err := checkInputDir(fset, "runs", f.Runs); err != nil {
+		return err
+	}
 	if f.Seed == 0 {
 		return fmt.Errorf("--seed 0: must be at least 1")
 	}

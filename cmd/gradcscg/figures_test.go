@@ -54,6 +54,9 @@ func TestFiguresBadArguments(t *testing.T) {
 	if err := m.Save(filepath.Join(models, first+".model")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(dir, "none"), 0o755); err != nil { // no runs in it
+		t.Fatal(err)
+	}
 	code, _, errOut = run(t, "figures", "--runs", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "out"), "--models", models, "--quiet")
 	if code != 1 {
 		t.Errorf("misfit model: exit %d", code)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -113,22 +111,9 @@ func checkRanges(fs *flag.FlagSet) error {
 	return err
 }
 
-// memTotal is the machine's memory in bytes (0 when unknown); a variable for tests.
-var memTotal = func() float64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kb float64
-		if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %f kB", &kb); n == 1 {
-			return kb * 1024
-		}
-	}
-	return 0
-}
+// memTotal is the memory this process may use in bytes (0 when unknown): the machine's,
+// or its cgroup's limit if smaller (memoryLimit); a variable for tests.
+var memTotal = func() float64 { return memoryLimit(hostRoot) }
 
 // checkMemory refuses a run whose estimated peak memory (bytes, with what needs it)
 // exceeds 80% of the machine's, before anything large is allocated.
@@ -137,5 +122,5 @@ func checkMemory(bytes float64, what string) error {
 	if total == 0 || bytes <= 0.8*total {
 		return nil
 	}
-	return fmt.Errorf("%s needs about %.1f GB; this machine has %.1f GB: use fewer clones, steps or episodes", what, bytes/1e9, total/1e9)
+	return fmt.Errorf("%s needs about %.1f GB; this process may use %.1f GB (the machine's memory, or its cgroup's limit): use fewer clones, steps or episodes", what, bytes/1e9, total/1e9)
 }

@@ -124,6 +124,9 @@ func planRun(o *planOptions) (*planReport, error) {
 	}
 	noise := o.chooseNoise(setup, cfg.Filter.Soft)
 	cfg.Trace = o.figure != ""
+	if err := checkPlanSize(setup, cfg); err != nil {
+		return nil, err
+	}
 	rep, err := experiment.Plan(setup, cfg, noise, out)
 	if err != nil || o.figure == "" {
 		return rep, err

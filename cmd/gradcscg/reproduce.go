@@ -40,6 +40,9 @@ func runReproduce(args []string) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: need at least 1", *seeds)
 	}
+	if err := checkCollectOut(fset, *collect, *out); err != nil {
+		return err
+	}
 	if _, symbolic := experiment.SymbolicSuites[*suite]; flagGiven(fset, "steps") && !symbolic {
 		return fmt.Errorf("--steps with --suite %s: only the symbolic suites (symbolic, cscg, bigger) take a data size", *suite)
 	}

@@ -94,7 +94,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMemory(trainBytes(cfg), fmt.Sprintf("a run of %d × %d steps with up to %d clones per token", cfg.Episodes, cfg.Steps, max(cfg.Clones, cfg.FinalClones))); err != nil {
+	if err := checkMemory(pipeline.EstimateBytes(cfg), fmt.Sprintf("a run of %d × %d steps with up to %d clones per token", cfg.Episodes, cfg.Steps, max(cfg.Clones, cfg.FinalClones))); err != nil {
 		return err
 	}
 	dir := o.run
@@ -233,15 +233,6 @@ func (o *trainOptions) pipelineConfig() (pipeline.Config, error) {
 	cfg.ScaledEmissions = cfg.ScaledEmissions || o.scaled
 	cfg.VQVAE.Classify = cfg.VQVAE.Classify || o.supervised
 	return cfg, cfg.Validate()
-}
-
-// trainBytes estimates the peak memory of a pipeline run: the finalisation's HMM (K
-// tokens × the larger clone budget, every training step) and the joint batch's
-// activations (a generous 1 MB per frame for the conv VQ-VAE's forward and backward).
-func trainBytes(cfg pipeline.Config) float64 {
-	n := 1 + cfg.VQVAE.K*max(cfg.Clones, cfg.FinalClones)
-	steps := cfg.Episodes * cfg.Steps
-	return chmm.TrainBytes(n, 4, steps) + 48*float64(steps) + 1e6*float64(cfg.JointBatch*cfg.ChunkLen)
 }
 
 // override sets *dst to v unless v is negative (a flag left at its "default" value -1).

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -120,7 +121,7 @@ func runVQVAE(args []string) error {
 	def := e.Defaults()
 	episodes, steps := cmp.Or(s.Episodes, def.Episodes), cmp.Or(s.EpisodeLen, def.Steps)
 	evalLen := cmp.Or(s.EvalLen, steps)
-	if err := checkMemory(48*float64(episodes)*float64(steps)+3200*float64(evalLen),
+	if err := checkMemory(48*float64(episodes)*float64(steps)+3200*float64(evalLen)+pipeline.VQVAETrainBytes(vqvae.DefaultConfig(max(s.K, 2)), float64(s.Batch)),
 		fmt.Sprintf("%d episodes of %d steps and a held-out walk of %d", episodes, steps, evalLen)); err != nil {
 		return err
 	}

@@ -10,9 +10,9 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // File format (see doc.go).
@@ -22,6 +22,10 @@ const (
 	fileVersion = 1
 	maxHeader   = 1 << 20
 )
+
+// FileLimit bounds a model file: a header and 8·(N + A·N²) bytes of logits for the
+// largest maps gradcscg trains.
+var FileLimit = inputfile.Limit{Format: "cloned-HMM model file", Bytes: 16 << 30}
 
 // fileHeader is the JSON header line of a model file.
 type fileHeader struct {
@@ -82,7 +86,7 @@ func (m *Model) Save(path string) error {
 
 // Load reads a model file written by Save; errors name the path.
 func Load(path string) (*Model, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, FileLimit)
 	if err != nil {
 		return nil, fmt.Errorf("chmm: %w", err)
 	}

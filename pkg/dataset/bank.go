@@ -76,6 +76,24 @@ func (b *Bank) Check(classes []int) error {
 	return nil
 }
 
+// CheckSide returns an error naming the set's image file, its image size and side
+// unless the images are side×side pixels. setting names the configuration field that
+// sets side, for the message; "" when side is fixed.
+func (b *Bank) CheckSide(side int, setting string) error {
+	if b.Rows() == side && b.Cols() == side {
+		return nil
+	}
+	file := b.set.ImagesPath
+	if file == "" {
+		file = "data set " + b.set.Name
+	}
+	if setting == "" {
+		return fmt.Errorf("%s holds %d×%d images; the VQ-VAE reads %d×%d", file, b.Rows(), b.Cols(), side, side)
+	}
+	return fmt.Errorf("%s holds %d×%d images, but %s is %d (%d×%d images): use images of that size, or set %s to match them",
+		file, b.Rows(), b.Cols(), setting, side, side, side, setting)
+}
+
 // Sample returns the index of an image of class drawn uniformly with
 // replacement, or -1 if the class is out of range or empty (see [Bank.Check]).
 func (b *Bank) Sample(rng *rand.Rand, class int) int {

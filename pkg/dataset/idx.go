@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // The IDX format (LeCun et al., the MNIST distribution format): a 4-byte magic
@@ -23,9 +23,11 @@ const (
 	magicImages  = 0x00000803 // unsigned bytes, 3 dimensions
 	magicLabels  = 0x00000801 // unsigned bytes, 1 dimension
 
-	// maxPayload bounds the element count a header may promise; a larger one is
-	// treated as corruption rather than an allocation request.
-	maxPayload = 1 << 34
+	// maxPayload bounds the element count a header may promise (2 GiB: millions of
+	// MNIST-sized images, more than any IDX data set gradcscg reads); a larger one is
+	// treated as corruption rather than an allocation request. It bounds a gzip
+	// stream's decompressed bytes too: the stream must end after the payload.
+	maxPayload = 1 << 31
 	// readChunk is the first allocation for a payload; it grows as data arrives,
 	// so a corrupt header promising gigabytes costs nothing before the data ends.
 	readChunk = 1 << 24
@@ -77,10 +79,13 @@ func (im *Images) Validate() error {
 	return nil
 }
 
+// IDXLimit bounds an IDX file, raw or gzip-compressed: a header and maxPayload bytes.
+var IDXLimit = inputfile.Limit{Format: "IDX file", Bytes: maxPayload + 1<<20}
+
 // ReadImages reads an idx3-ubyte image file, raw or gzip-compressed (recognised
 // by its magic bytes, whatever the file's name).
 func ReadImages(path string) (*Images, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, IDXLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func ReadImages(path string) (*Images, error) {
 
 // ReadLabels reads an idx1-ubyte label file, raw or gzip-compressed.
 func ReadLabels(path string) ([]uint8, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, IDXLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // Split selects the training or the held-out test part of a data set.
@@ -50,6 +52,8 @@ type Set struct {
 	Labels     []uint8 // [Images.N]
 	NumClasses int
 	ClassNames []string // [NumClasses]
+	ImagesPath string   // the file the images were read from
+	LabelsPath string   // the file the labels were read from
 }
 
 // Load returns one split of a data set. name is
@@ -79,10 +83,11 @@ func Load(name string, split Split) (*Set, error) {
 			return nil, fmt.Errorf("dataset mnist: %w", err)
 		}
 		dir := filepath.Join(dataDir, "mnist")
-		if err := VerifyChecksums(dir); err != nil {
+		listed, err := verifyChecksums(dir)
+		if err != nil {
 			return nil, fmt.Errorf("dataset mnist: %w", err)
 		}
-		s, err := loadDir(dir, split, MNISTClassNames)
+		s, err := loadDir(dir, split, MNISTClassNames, listed)
 		if err != nil {
 			return nil, err
 		}
@@ -93,8 +98,11 @@ func Load(name string, split Split) (*Set, error) {
 			return nil, fmt.Errorf("dataset fashion: Fashion-MNIST is not installed (%v): run `make setup` "+
 				"(or `sudo apt-get install dataset-fashion-mnist`), or pass the directory holding its IDX files", err)
 		}
-		s, err := loadDir(fashionDir, split, FashionClassNames)
+		s, err := loadDir(fashionDir, split, FashionClassNames, nil)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkContent(s, fashionContent, fashionSource); err != nil {
 			return nil, err
 		}
 		s.Name = "fashion"
@@ -103,22 +111,25 @@ func Load(name string, split Split) (*Set, error) {
 	if st, err := os.Stat(name); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("dataset %q: want \"mnist\", \"fashion\" or a directory holding IDX files", name)
 	}
-	if _, err := os.Stat(filepath.Join(name, ChecksumFile)); err == nil {
-		if err := VerifyChecksums(name); err != nil {
+	var listed map[string]bool
+	if _, err := os.Lstat(filepath.Join(name, ChecksumFile)); err == nil {
+		if listed, err = verifyChecksums(name); err != nil {
 			return nil, fmt.Errorf("dataset %s: %w", name, err)
 		}
 	}
-	return loadDir(name, split, nil)
+	return loadDir(name, split, nil, listed)
 }
 
 // loadDir reads one split's images and labels from dir. classNames fixes the
-// classes; nil derives them from the labels of both splits.
-func loadDir(dir string, split Split, classNames []string) (*Set, error) {
-	imgPath, err := findIDX(dir, split, "images", "idx3-ubyte")
+// classes; nil derives them from the labels of both splits. listed, if not nil, holds
+// the only file names that may be read: those of the directory's checked checksum
+// list (a file beside them, such as a raw copy of a listed .gz, is never read).
+func loadDir(dir string, split Split, classNames []string, listed map[string]bool) (*Set, error) {
+	imgPath, err := findIDX(dir, split, "images", "idx3-ubyte", listed)
 	if err != nil {
 		return nil, err
 	}
-	lblPath, err := findIDX(dir, split, "labels", "idx1-ubyte")
+	lblPath, err := findIDX(dir, split, "labels", "idx1-ubyte", listed)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +152,7 @@ func loadDir(dir string, split Split, classNames []string) (*Set, error) {
 		if split == Train {
 			other = Test
 		}
-		if p, err := findIDX(dir, other, "labels", "idx1-ubyte"); err == nil {
+		if p, err := findIDX(dir, other, "labels", "idx1-ubyte", listed); err == nil {
 			if l, err := ReadLabels(p); err == nil {
 				numClasses = max(numClasses, int(maxOf(l))+1)
 			}
@@ -153,7 +164,8 @@ func loadDir(dir string, split Split, classNames []string) (*Set, error) {
 	if im.N > 0 && int(maxLabel) >= len(classNames) {
 		return nil, fmt.Errorf("%s: label %d is out of range: the data set has %d classes: %w", lblPath, maxLabel, len(classNames), ErrFormat)
 	}
-	return &Set{Name: dir, Split: split, Images: im, Labels: labels, NumClasses: len(classNames), ClassNames: classNames}, nil
+	return &Set{Name: dir, Split: split, Images: im, Labels: labels, NumClasses: len(classNames), ClassNames: classNames,
+		ImagesPath: imgPath, LabelsPath: lblPath}, nil
 }
 
 func maxOf(l []uint8) uint8 {
@@ -166,8 +178,8 @@ func maxOf(l []uint8) uint8 {
 
 // findIDX returns the path of a split's images or labels file in dir, trying the
 // usual names: train-images-idx3-ubyte, train-images.idx3-ubyte, t10k-…, test-…,
-// each raw or .gz.
-func findIDX(dir string, split Split, kind, ext string) (string, error) {
+// each raw or .gz; only those of listed when it is not nil.
+func findIDX(dir string, split Split, kind, ext string, listed map[string]bool) (string, error) {
 	prefixes := []string{"train"}
 	if split == Test {
 		prefixes = []string{"t10k", "test"}
@@ -178,6 +190,9 @@ func findIDX(dir string, split Split, kind, ext string) (string, error) {
 			base := p + "-" + kind + sep + ext
 			for _, suffix := range []string{"", ".gz"} {
 				path := filepath.Join(dir, base+suffix)
+				if listed != nil && !listed[base+suffix] {
+					continue
+				}
 				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
 					return path, nil
 				}
@@ -185,7 +200,11 @@ func findIDX(dir string, split Split, kind, ext string) (string, error) {
 			tried = append(tried, base+"[.gz]")
 		}
 	}
-	return "", fmt.Errorf("%s: no %s %s file (looked for %s): %w", dir, split, kind, strings.Join(tried, ", "), fs.ErrNotExist)
+	among := ""
+	if listed != nil {
+		among = " among the files " + ChecksumFile + " lists"
+	}
+	return "", fmt.Errorf("%s: no %s %s file (looked for %s%s): %w", dir, split, kind, strings.Join(tried, ", "), among, fs.ErrNotExist)
 }
 
 // DataDir returns the data directory: $GRADCSCG_DATA if set, else <root>/data
@@ -247,9 +266,12 @@ func findModuleRoot(dir string) (string, bool) {
 	}
 }
 
+// goModLimit bounds a go.mod file read to find the repository root.
+var goModLimit = inputfile.Limit{Format: "go.mod file", Bytes: 1 << 20}
+
 // goModDeclares reports whether the go.mod at path has the line "module <mod>".
 func goModDeclares(path, mod string) bool {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, goModLimit)
 	if err != nil {
 		return false
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // EdgeScore scores a learned edge set against the true map.
@@ -153,10 +153,14 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// ReportLimit bounds a report file: its per-state arrays for the largest maps a run
+// may learn.
+var ReportLimit = inputfile.Limit{Format: "report", Bytes: 1 << 30}
+
 // ReadJSON reads a report written by WriteJSON (or any JSON object with at
 // least the keys of the reference format); unknown keys are ignored.
 func ReadJSON(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, ReportLimit)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // splitCheckpoint is a budget grown by splitting (growBySplitting) between two
@@ -70,7 +71,7 @@ func loadCheckpoint(path string, s Symbolic) (*splitCheckpoint, error) {
 // readCheckpoint reads the checkpoint at path, of whichever experiment; nil, nil when
 // there is none.
 func readCheckpoint(path string) (*splitCheckpoint, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, checkpointLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

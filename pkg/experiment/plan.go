@@ -162,6 +162,9 @@ func encodeTestImages(res *pipeline.Result, env *gridworld.Env, conf [][]float64
 	if err != nil {
 		return nil, err
 	}
+	if err := bank.CheckSide(res.Config.VQVAE.Side, "vqvae.side"); err != nil {
+		return nil, err
+	}
 	set := bank.Set()
 	want := map[int]bool{}
 	for _, c := range env.ClassesUsed() {

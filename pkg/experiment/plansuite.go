@@ -15,6 +15,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/plan"
 )
@@ -65,7 +66,7 @@ func WritePlanReport(path string, rep *PlanReport) error {
 
 // ReadPlanReport reads a report written by WritePlanReport.
 func ReadPlanReport(path string) (*PlanReport, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, jsonLimit)
 	if err != nil {
 		return nil, err
 	}

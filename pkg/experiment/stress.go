@@ -14,6 +14,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
 
@@ -160,7 +161,7 @@ func (s StressSuite) one(ctx context.Context, cfg pipeline.Config, name, runDir,
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, err
 		}
-		if b, err := os.ReadFile(failPath); err == nil {
+		if b, err := inputfile.ReadFile(failPath, jsonLimit); err == nil {
 			return &stressRun{name: name, err: strings.TrimSpace(string(b))}, nil
 		}
 	}

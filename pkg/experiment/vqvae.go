@@ -21,6 +21,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/hmmgraph"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"github.com/gradcscg/gradcscg/pkg/progress"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
@@ -315,8 +316,8 @@ func loadBank28(name string, split dataset.Split, env *gridworld.Env) (*dataset.
 	if err := b.Check(env.ClassesUsed()); err != nil {
 		return nil, nil, fmt.Errorf("environment %s: %w", env.Name, err)
 	}
-	if b.Rows() != 28 || b.Cols() != 28 {
-		return nil, nil, fmt.Errorf("data set %s: %d×%d images; the VQ-VAE needs 28×28", name, b.Rows(), b.Cols())
+	if err := b.CheckSide(28, ""); err != nil {
+		return nil, nil, err
 	}
 	return b, set.ClassNames, nil
 }
@@ -431,7 +432,7 @@ func (s VQStudy) openModel(backend compute.Backend, man vqManifest, numClasses i
 		}
 		return m, 0, atomicfile.WriteFile(manPath, append(data, '\n'))
 	}
-	raw, err := os.ReadFile(manPath)
+	raw, err := inputfile.ReadFile(manPath, jsonLimit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s exists but its manifest cannot be read (%w): use another directory", modelPath, err)
 	}
@@ -560,7 +561,7 @@ func (r *VQReport) WriteJSON(path string) error {
 
 // ReadVQReport reads a report written by WriteJSON.
 func ReadVQReport(path string) (*VQReport, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, jsonLimit)
 	if err != nil {
 		return nil, err
 	}

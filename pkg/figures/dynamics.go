@@ -8,7 +8,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // Record is one line of a pipeline run's history.jsonl (the fields of
@@ -35,10 +36,14 @@ type Record struct {
 	Event      string   `json:"event,omitempty"`
 }
 
+// HistoryLimit bounds a history.jsonl file: a line per warm-up step, joint iteration
+// and finalisation iteration.
+var HistoryLimit = inputfile.Limit{Format: "history file", Bytes: 1 << 30}
+
 // ReadHistory reads a history.jsonl file (one Record per line; blank lines are
 // skipped). Errors name path:line.
 func ReadHistory(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, HistoryLimit)
 	if err != nil {
 		return nil, fmt.Errorf("figures: %w", err)
 	}

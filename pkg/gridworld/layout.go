@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
+
+// LayoutLimit bounds a layout file: the longest line parseLayout reads, a few times.
+var LayoutLimit = inputfile.Limit{Format: "layout file", Bytes: 64 << 20}
 
 // LoadLayout reads a custom environment from a layout file (format in the
 // package documentation). The environment is named after the file without
 // its extension; errors name path:line.
 func LoadLayout(path string) (*Env, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, LayoutLimit)
 	if err != nil {
 		return nil, fmt.Errorf("gridworld: %w", err)
 	}

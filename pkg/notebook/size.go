@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // Notebook sizes (GRADCSCG_NB_SIZE).
@@ -64,9 +66,12 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// goModLimit bounds a go.mod file read to find the repository root.
+var goModLimit = inputfile.Limit{Format: "go.mod file", Bytes: 1 << 20}
+
 // isRepoRoot reports whether dir/go.mod declares Module.
 func isRepoRoot(dir string) (bool, error) {
-	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	f, err := inputfile.Open(filepath.Join(dir, "go.mod"), goModLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

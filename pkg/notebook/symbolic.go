@@ -17,6 +17,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // Symbolic trainers (paper Sec. 5.1).
@@ -134,7 +135,7 @@ func Symbolic(dir string, cfg SymbolicConfig, progressOut io.Writer) (*SymbolicR
 // there equals it.
 func checkOrWriteSymbolicConfig(dir string, cfg SymbolicConfig) error {
 	path := filepath.Join(dir, SymbolicConfigFile)
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, jsonLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return writeJSON(path, cfg)
 	}
@@ -186,7 +187,7 @@ func writeJSON(path string, v any) error {
 
 // readHistory reads a history.json written by Symbolic.
 func readHistory(path string) (*chmm.History, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, jsonLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -94,7 +95,7 @@ func VQRecon(r *experiment.VQReport) error {
 			}
 		}
 	}
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, imageLimit)
 	if err != nil {
 		return fmt.Errorf("notebook: %w", err)
 	}

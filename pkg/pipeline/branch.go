@@ -44,9 +44,10 @@ func withFinalisationOf(a, b Config) Config {
 // dst gets cfg's config.json, src's warm-up and joint checkpoints (checked against
 // src's digests), and src's state as it stood when its joint phase ended: the history,
 // seconds and measurements of the phases before the finalisation, and a record of the
-// branch (the report's training.joint.from). src is locked while it is read and is not
-// changed. A dst that already holds the run branched from src is left as it is, so the
-// same call resumes it; any other run in dst is an error.
+// branch (the report's training.joint.from). src is only read, under a shared lock
+// where it has a lock file (shareDir), so it may be read-only; it is not changed. A
+// dst that already holds the run branched from src is left as it is, so the same call
+// resumes it; any other run in dst is an error.
 func Branch(dst, src string, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -58,7 +59,7 @@ func Branch(dst, src string, cfg Config) error {
 	if to, err := filepath.Abs(dst); err == nil && to == from {
 		return fmt.Errorf("pipeline: branch: %s is both the source and the new run directory", src)
 	}
-	if fi, err := os.Stat(filepath.Join(src, StateFile)); err != nil || !fi.Mode().IsRegular() {
+	if _, err := os.Stat(filepath.Join(src, StateFile)); err != nil { // a special file: readState says so
 		return fmt.Errorf("pipeline: branch: %s holds no run (no %s)", src, StateFile)
 	}
 	if _, err := os.Stat(filepath.Join(dst, StateFile)); err == nil {
@@ -72,7 +73,7 @@ func Branch(dst, src string, cfg Config) error {
 		return nil // Run checks the config and resumes it
 	}
 
-	unlockSrc, err := lockDir(src)
+	unlockSrc, err := shareDir(src)
 	if err != nil {
 		return err
 	}
@@ -109,12 +110,9 @@ func Branch(dst, src string, cfg Config) error {
 	st.Branch = &Branched{From: from}
 	files := map[string][]byte{}
 	for name := range st.Files {
-		if err := verify(src, old, name); err != nil {
-			return err
-		}
-		raw, err := os.ReadFile(filepath.Join(src, name))
+		raw, err := readVerified(src, old, name)
 		if err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+			return err
 		}
 		files[name] = raw
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -111,7 +112,7 @@ func (c *checkpoint) loadGob(name string, v any) error {
 	if err := c.verify(name); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(c.path(name))
+	b, err := inputfile.ReadFile(c.path(name), trainingLimit)
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -457,7 +457,7 @@ func (c Config) Validate() error {
 // fields and invalid values; fields the file lacks take DefaultConfig(env)'s values. A
 // run directory's own config.json is read exactly (LoadRun, Run).
 func ReadConfig(path string) (Config, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, configLimit)
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %w", err)
 	}
@@ -522,7 +522,7 @@ var runConfigLegacy = Config{FinalTol: 1e-5, FinalTrainer: FinalGradient}
 // run with settings it never had) but is an error, or, for the fields of
 // runConfigAbsent, what it meant (zero, or runConfigLegacy).
 func readRunConfig(path string) (Config, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, configLimit)
 	if err != nil {
 		return Config{}, fmt.Errorf("pipeline: %w", err)
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"time"
@@ -33,6 +34,9 @@ func loadData(cfg Config) (*data, error) {
 	bank, err := dataset.LoadBank(cfg.Dataset, dataset.Train, env.ClassesUsed())
 	if err != nil {
 		return nil, err
+	}
+	if err := bank.CheckSide(cfg.VQVAE.Side, "vqvae.side"); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	d := &data{env: env, train: bank, side: bank.Rows()}
 	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)

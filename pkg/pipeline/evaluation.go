@@ -162,7 +162,7 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		return nil, err
 	}
 	if st.legacy() {
-		if err := adoptLegacy(dir, st); err != nil {
+		if err := adoptLegacy(dir, st, res.Config); err != nil {
 			return nil, err
 		}
 		if st.Identity, err = fileDigest(filepath.Join(dir, ConfigFile)); err != nil {

@@ -31,6 +31,9 @@ func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := bank.CheckSide(cfg.VQVAE.Side, "vqvae.side"); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
 	h := &HeldOut{Env: env, Bank: bank, Side: bank.Rows()}
 	h.Episode = env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
 	h.Frames = bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), h.Episode.Obs)

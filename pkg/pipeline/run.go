@@ -108,7 +108,7 @@ func run(ctx context.Context, dir string, cfg Config, progressOut io.Writer, h *
 		}
 	}
 	if st.legacy() {
-		if err := adoptLegacy(dir, st); err != nil {
+		if err := adoptLegacy(dir, st, cfg); err != nil {
 			return nil, err
 		}
 	}

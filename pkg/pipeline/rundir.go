@@ -14,7 +14,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 )
 
 // A run directory binds its files to one identity:
@@ -37,12 +39,7 @@ const stateMagic = "gradcscg state 2\n"
 
 // fileDigest is the hex SHA-256 of the file at path.
 func fileDigest(path string) (string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:]), nil
+	return inputfile.Digest(path, runFileLimit)
 }
 
 // plainName reports whether name is a file name inside the run directory (no path).
@@ -68,7 +65,7 @@ func encodeState(st *runState) ([]byte, error) {
 // its checksum, its phase and the names it holds.
 func readState(dir string) (*runState, error) {
 	path := filepath.Join(dir, StateFile)
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, stateLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return &runState{Phase: PhaseWarmup, Seconds: map[string]float64{}, LambdaScale: 1}, nil
 	}
@@ -165,8 +162,12 @@ func writeState(dir string, st *runState) error {
 func (st *runState) legacy() bool { return st.Identity == "" }
 
 // adoptLegacy records the digests of the files a legacy state relies on, so that the
-// next commit turns the directory into a checked one.
-func adoptLegacy(dir string, st *runState) error {
+// next commit turns the directory into a checked one; files that do not show they are
+// the run of cfg are refused (checkAdoption).
+func adoptLegacy(dir string, st *runState, cfg Config) error {
+	if err := checkAdoption(dir, st, cfg); err != nil {
+		return err
+	}
 	if st.Warmup == "" {
 		if _, err := os.Stat(filepath.Join(dir, WarmupFile)); err == nil {
 			st.Warmup = WarmupFile
@@ -241,30 +242,22 @@ func verify(dir string, st *runState, name string) error {
 
 // lockDir takes the run directory for this process: an exclusive flock on dir/.lock
 // (which holds the owner's pid), or an error naming the process that holds it. Stale
-// temporary files of interrupted writes are removed. The returned function releases it.
+// temporary files of interrupted writes are removed (atomicfile.RemoveStale: only its
+// own, of writers that ended). The returned function releases it.
 func lockDir(dir string) (func(), error) {
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLock(path)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		owner := "another process"
-		if b, rerr := os.ReadFile(path); rerr == nil {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-				owner = fmt.Sprintf("process %d", pid)
-			}
-		}
+		owner := lockOwner(f)
 		f.Close()
 		return nil, fmt.Errorf("pipeline: run directory %s is in use by %s; wait for it to end, or use another directory", dir, owner)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	if tmp, err := filepath.Glob(filepath.Join(dir, ".*.tmp-*")); err == nil {
-		for _, t := range tmp {
-			_ = os.Remove(t)
-		}
-	}
+	_, _ = atomicfile.RemoveStale(dir)
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()

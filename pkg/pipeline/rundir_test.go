@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -174,9 +175,10 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 			}
 		})
 	}
-	// Undamaged copies load and resume; a stale temporary file is removed.
+	// Undamaged copies load and resume; a stale temporary file (of a writer that
+	// ended) is removed.
 	d := copyDir(t, partial)
-	stale := filepath.Join(d, ".state.gob.tmp-123")
+	stale := filepath.Join(d, fmt.Sprintf(".state.gob.gradcscg-tmp-%d-123", deadPid(t)))
 	write(t, stale, []byte("half"))
 	if _, err := Run(context.Background(), d, cfg, nil); err != nil {
 		t.Fatalf("resuming an undamaged copy: %v", err)

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/inputfile"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -33,6 +33,10 @@ const (
 	checkpointMagic   = "GRADCSCG-VQVAE\n"
 	checkpointVersion = 1
 )
+
+// CheckpointLimit bounds a checkpoint file: the parameters, their Adam moments and the
+// history of the largest models gradcscg trains.
+var CheckpointLimit = inputfile.Limit{Format: "VQ-VAE checkpoint", Bytes: 16 << 30}
 
 type savedVar struct {
 	Path      string
@@ -122,7 +126,7 @@ func Load(backend compute.Backend, path string) (*Model, error) {
 	if backend == nil {
 		return nil, errors.New("vqvae.Load: nil backend")
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, CheckpointLimit)
 	if err != nil {
 		return nil, fmt.Errorf("vqvae.Load: %w", err)
 	}
