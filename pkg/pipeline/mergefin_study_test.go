@@ -137,7 +137,7 @@ func TestMergedFinaliseStudy(t *testing.T) {
 	start := time.Now()
 	var hmm *chmm.Model
 	seqs := d.sequences(tokens)
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		if hmm, err = r.finaliseEM(seqs, k, d.env.NumActions()); err != nil {
 			t.Fatal(err)
 		}

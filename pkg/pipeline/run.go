@@ -293,7 +293,7 @@ func loadData(cfg Config) (*data, error) {
 		return nil, err
 	}
 	d := &data{env: env, train: bank, side: bank.Rows()}
-	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)
+	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Data.Episodes, cfg.Data.Steps)
 	imgRNG := rand.New(rand.NewPCG(cfg.Seed, 0x7a1))
 	for _, ep := range d.episodes {
 		idx := bank.Frames(imgRNG, ep.Obs)
@@ -359,8 +359,8 @@ func Run(ctx context.Context, dir string, cfg Config, progressOut io.Writer) (*e
 		return res.Report, nil
 	}
 	if st.Phase == PhaseJoint {
-		if st.JointIter > cfg.JointIters {
-			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d of %d", dir, st.JointIter, cfg.JointIters)
+		if st.JointIter > cfg.Joint.Iters {
+			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d of %d", dir, st.JointIter, cfg.Joint.Iters)
 		}
 		if want := fmt.Sprintf("joint-%06d", st.JointIter); !strings.HasPrefix(st.Checkpoint, want) {
 			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d but names checkpoint %q", dir, st.JointIter, st.Checkpoint)
@@ -488,7 +488,7 @@ func (r *runner) warmup() error {
 		return err
 	}
 	frames := vqvae.BankFrames{Bank: r.d.train, Index: r.d.allFrames}
-	total := cfg.WarmupEpochs * (frames.Len() / cfg.WarmupBatch)
+	total := cfg.Warmup.Epochs * (frames.Len() / cfg.Warmup.Batch)
 	if total == 0 && !m.Initialised() {
 		n := min(frames.Len(), 1024)
 		if err := m.InitFromData(r.d.train.Floats(r.d.allFrames[:n], nil)); err != nil {
@@ -499,7 +499,7 @@ func (r *runner) warmup() error {
 	if r.out != nil && m.Steps() < total {
 		bar = progress.New(r.out, "warm-up", total).Every(2 * time.Second).From(m.Steps())
 	}
-	wcfg := vqvae.WarmupConfig{Epochs: cfg.WarmupEpochs, Batch: cfg.WarmupBatch, LR: cfg.WarmupLR,
+	wcfg := vqvae.WarmupConfig{Epochs: cfg.Warmup.Epochs, Batch: cfg.Warmup.Batch, LR: cfg.Warmup.LR,
 		Checkpoint: r.path(warmupNext), MaxSteps: 25}
 	for m.Steps() < total {
 		if err := r.ctx.Err(); err != nil {
@@ -530,8 +530,8 @@ func (r *runner) warmup() error {
 
 	// Token compaction (Sec. 3.8): keep the codes the encoder emits on the training frames.
 	start = time.Now()
-	if cfg.Recenter {
-		n := min(len(r.d.allFrames), max(cfg.RecenterFrames, cfg.VQVAE.K))
+	if cfg.Warmup.Recenter {
+		n := min(len(r.d.allFrames), max(cfg.Warmup.RecenterFrames, cfg.VQVAE.K))
 		sample := rand.New(rand.NewPCG(cfg.Seed, 0x5ce7)).Perm(len(r.d.allFrames))[:n]
 		idx := make([]int, n)
 		for i, s := range sample {
@@ -570,7 +570,7 @@ func (r *runner) warmup() error {
 		tokens[i] = relabel[tokens[i]]
 	}
 	var vq *vqvae.Model
-	if cfg.MergeCodes > 0 {
+	if cfg.Warmup.MergeCodes > 0 {
 		if vq, tokens, share, err = r.mergeCodes(m, keep, tokens, share); err != nil {
 			return err
 		}
@@ -580,7 +580,7 @@ func (r *runner) warmup() error {
 	r.diagnose(PhaseWarmup, tokens)
 	r.st.joint().ActiveCodesWarmup = len(keep)
 	r.st.Codes, r.st.Share = keep, share
-	r.st.Clones = cloneBudget(cfg.Clones, cfg.Budget, share)
+	r.st.Clones = cloneBudget(cfg.Joint.Clones, cfg.Joint.Budget, share)
 	h0 := 0.0
 	for _, p := range share {
 		h0 -= p * math.Log(p)
@@ -588,10 +588,10 @@ func (r *runner) warmup() error {
 	r.st.WarmPPL, r.st.AlphaScale, r.st.LRScale = math.Exp(h0), 1, 1
 	hmm := chmm.New(r.st.Clones, r.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
 	r.addSeconds("compact", start)
-	if cfg.PretrainIters > 0 {
+	if cfg.Joint.PretrainIters > 0 {
 		start = time.Now()
-		gc := chmm.GradConfig{Iters: cfg.PretrainIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-			Patience: cfg.FinalPatience, Tol: cfg.FinalTol, Seed: cfg.Seed, Stop: r.ctx.Err}
+		gc := chmm.GradConfig{Iters: cfg.Joint.PretrainIters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
+			Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, Seed: cfg.Seed, Stop: r.ctx.Err}
 		h, err := r.trainShown(hmm, r.d.sequences(tokens), gc, "HMM pre-training")
 		if err != nil {
 			return fmt.Errorf("pipeline: HMM pre-training: %w", err)
@@ -601,12 +601,12 @@ func (r *runner) warmup() error {
 		r.addSeconds("pretrain", start)
 		start = time.Now()
 	}
-	if r.joint, err = NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor); err != nil {
+	if r.joint, err = NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.Joint.LR, cfg.Joint.LR*cfg.Joint.HMMLRFactor); err != nil {
 		return err
 	}
-	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
-	r.joint.Scaled = cfg.ScaledEmissions
-	if cfg.MergeCodes > 0 {
+	r.joint.FreezeVQ, r.joint.NoLengthNorm, r.joint.GradFrames = cfg.Joint.FreezeVQVAE, cfg.Joint.NoLengthNorm, cfg.Joint.GradFrames
+	r.joint.Scaled = cfg.Joint.ScaledEmissions
+	if cfg.Warmup.MergeCodes > 0 {
 		r.joint.Share = share
 	}
 	r.st.LambdaScale = 1
@@ -626,12 +626,12 @@ func (r *runner) warmup() error {
 // frames' merged tokens and the merged tokens' shares, and records the merge in the
 // state (CodesMerged; Codes keeps the kept codes).
 func (r *runner) mergeCodes(m *vqvae.Model, keep, tokens []int, share []float64) (*vqvae.Model, []int, []float64, error) {
-	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), len(keep), r.d.env.NumActions(), r.cfg.MergeCodes)
+	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), len(keep), r.d.env.NumActions(), r.cfg.Warmup.MergeCodes)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pipeline: merging codes: %w", err)
 	}
 	if n < 2 {
-		return nil, nil, nil, fmt.Errorf("pipeline: merge_codes=%g merges all %d codes into one token: the walks tell none apart at that bar; lower it", r.cfg.MergeCodes, len(keep))
+		return nil, nil, nil, fmt.Errorf("pipeline: merge_codes=%g merges all %d codes into one token: the walks tell none apart at that bar; lower it", r.cfg.Warmup.MergeCodes, len(keep))
 	}
 	cb := m.Codebook()
 	reps := make([]int, n)
@@ -835,13 +835,13 @@ func (r *runner) openJoint(name string) error {
 	}
 	c := r.cfg
 	_, lrScale := r.st.scales()
-	j, err := AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.VQVAE.Beta, c.JointLR*lrScale, c.JointLR*c.HMMLRFactor)
+	j, err := AttachJoint(vq, r.st.Clones, r.d.env.NumActions(), c.VQVAE.Beta, c.Joint.LR*lrScale, c.Joint.LR*c.Joint.HMMLRFactor)
 	if err != nil {
 		return err
 	}
-	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = c.FreezeVQVAE, c.NoLengthNorm, c.GradFrames
-	j.Scaled = c.ScaledEmissions
-	if c.MergeCodes > 0 {
+	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = c.Joint.FreezeVQVAE, c.Joint.NoLengthNorm, c.Joint.GradFrames
+	j.Scaled = c.Joint.ScaledEmissions
+	if c.Warmup.MergeCodes > 0 {
 		j.Share = r.st.Share
 	}
 	r.joint = j
@@ -855,13 +855,13 @@ func (r *runner) openJoint(name string) error {
 func (r *runner) chunk(it int) Chunk {
 	cfg := r.cfg
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a1_0000+uint64(it)))
-	B, T := cfg.JointBatch, cfg.ChunkLen
-	L := min(T, cfg.Steps)
+	B, T := cfg.Joint.Batch, cfg.Joint.ChunkLen
+	L := min(T, cfg.Data.Steps)
 	p := r.d.side * r.d.side
 	ch := Chunk{B: B, T: T, Images: make([]float32, B*T*p), Actions: make([]int32, B*(T-1)), Mask: make([]float32, B*T)}
 	for b := range B {
 		e := rng.IntN(len(r.d.episodes))
-		s := rng.IntN(cfg.Steps - L + 1)
+		s := rng.IntN(cfg.Data.Steps - L + 1)
 		ep := r.d.episodes[e]
 		r.d.train.Floats(r.d.frames[e][s:s+L], ch.Images[b*T*p:(b*T+L)*p])
 		for t := range L {
@@ -871,8 +871,8 @@ func (r *runner) chunk(it int) Chunk {
 			}
 		}
 	}
-	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, r.d.side, cfg.Jitter)
-	if cfg.GradFrames > 0 && cfg.GradFrames < B*T {
+	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, r.d.side, cfg.Joint.Jitter)
+	if cfg.Joint.GradFrames > 0 && cfg.Joint.GradFrames < B*T {
 		// The gradient subset: a uniform draw among the real frames (padding last).
 		perm := rand.New(rand.NewPCG(cfg.Seed, 0x5b5e_0000+uint64(it))).Perm(B * T)
 		for _, real := range []bool{true, false} {
@@ -888,8 +888,8 @@ func (r *runner) chunk(it int) Chunk {
 
 // lambdaAt is λ_t = λ·min(1, t/T_anneal) (Sec. 3.6) times the throttle factor.
 func (r *runner) lambdaAt(it int) float64 {
-	anneal := math.Max(1, r.cfg.AnnealFrac*float64(r.cfg.JointIters))
-	return r.cfg.Lambda * math.Min(1, float64(it+1)/anneal) * r.st.LambdaScale
+	anneal := math.Max(1, r.cfg.Joint.AnnealFrac*float64(r.cfg.Joint.Iters))
+	return r.cfg.Joint.Lambda * math.Min(1, float64(it+1)/anneal) * r.st.LambdaScale
 }
 
 // alphaAt is α_div at joint iteration it: AlphaDiv, or with AlphaDivEnd > 0 linear from
@@ -899,12 +899,12 @@ func (r *runner) lambdaAt(it int) float64 {
 func (r *runner) alphaAt(it int) float64 {
 	c := r.cfg
 	scale, _ := r.st.scales()
-	a := c.AlphaDiv
-	if c.AlphaDivEnd > 0 && c.JointIters >= 2 {
+	a := c.Joint.AlphaDiv
+	if c.Joint.AlphaDivEnd > 0 && c.Joint.Iters >= 2 {
 		start, length := r.st.anneal(c)
 		if it >= start {
 			f := min(1, float64(it-start)/float64(max(1, length-1)))
-			a = c.AlphaDiv + f*(c.AlphaDivEnd-c.AlphaDiv)
+			a = c.Joint.AlphaDiv + f*(c.Joint.AlphaDivEnd-c.Joint.AlphaDiv)
 		}
 	}
 	if scale != 1 && a == 0 {
@@ -917,12 +917,12 @@ func (r *runner) alphaAt(it int) float64 {
 // half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
 // that started it (at the latest, the last JointIters/4).
 func (st *runState) anneal(c Config) (start, length int) {
-	if c.StopChurn == 0 {
-		half := c.JointIters / 2
-		return half, c.JointIters - half
+	if c.Joint.StopChurn == 0 {
+		half := c.Joint.Iters / 2
+		return half, c.Joint.Iters - half
 	}
-	length = max(1, c.JointIters/4)
-	start = c.JointIters - length
+	length = max(1, c.Joint.Iters/4)
+	start = c.Joint.Iters - length
 	if st.AnnealStart > 0 {
 		start = min(start, st.AnnealStart)
 	}
@@ -971,16 +971,16 @@ func (r *runner) stopCheck(rec *Record) (bool, error) {
 		return false, nil
 	}
 	rec.Churn = &ch
-	settled := ch <= c.StopChurn
-	rampEnd := int(math.Ceil(c.AnnealFrac * float64(c.JointIters)))
+	settled := ch <= c.Joint.StopChurn
+	rampEnd := int(math.Ceil(c.Joint.AnnealFrac * float64(c.Joint.Iters)))
 	start, length := st.anneal(c)
 	switch {
 	case st.AnnealStart == 0 && settled && st.JointIter >= rampEnd && st.JointIter < start:
 		st.AnnealStart = st.JointIter
-		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, c.StopChurn), "; ")
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, c.Joint.StopChurn), "; ")
 	case st.JointIter >= start+length && settled:
 		st.StoppedAt = st.JointIter
-		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled after the anneal (churn %.4f ≤ %g): joint phase ends", ch, c.StopChurn), "; ")
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled after the anneal (churn %.4f ≤ %g): joint phase ends", ch, c.Joint.StopChurn), "; ")
 		return true, nil
 	}
 	return false, nil
@@ -1001,11 +1001,11 @@ func (r *runner) jointPhase() error {
 	start := time.Now()
 	base := r.st.Seconds[PhaseJoint]
 	var bar *progress.Bar
-	if r.out != nil && r.st.JointIter < cfg.JointIters {
-		bar = progress.New(r.out, "joint", cfg.JointIters).Every(2 * time.Second).From(r.st.JointIter)
+	if r.out != nil && r.st.JointIter < cfg.Joint.Iters {
+		bar = progress.New(r.out, "joint", cfg.Joint.Iters).Every(2 * time.Second).From(r.st.JointIter)
 	}
 	doneHere := 0
-	for r.st.JointIter < cfg.JointIters {
+	for r.st.JointIter < cfg.Joint.Iters {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
@@ -1059,15 +1059,15 @@ func (r *runner) jointPhase() error {
 			}
 			continue
 		}
-		if r.st.JointIter%cfg.CheckpointEvery == 0 || r.st.JointIter == cfg.JointIters {
+		if r.st.JointIter%cfg.Joint.CheckpointEvery == 0 || r.st.JointIter == cfg.Joint.Iters {
 			stop := false
-			if cfg.StopChurn > 0 {
+			if cfg.Joint.StopChurn > 0 {
 				if stop, err = r.stopCheck(&r.st.History[len(r.st.History)-1]); err != nil {
 					return err
 				}
 			}
 			r.st.Seconds[PhaseJoint] = base + time.Since(start).Seconds()
-			if r.st.JointIter == cfg.JointIters || stop {
+			if r.st.JointIter == cfg.Joint.Iters || stop {
 				if err := r.finishJoint(); err != nil {
 					return err
 				}
@@ -1093,11 +1093,11 @@ func (r *runner) jointPhase() error {
 	if bar != nil {
 		msg := ""
 		if r.st.StoppedAt > 0 {
-			msg = fmt.Sprintf("tokens settled: stopped at %d of at most %d", r.st.StoppedAt, cfg.JointIters)
+			msg = fmt.Sprintf("tokens settled: stopped at %d of at most %d", r.st.StoppedAt, cfg.Joint.Iters)
 		}
 		bar.Done("%s", msg)
 	}
-	if cfg.JointIters == 0 {
+	if cfg.Joint.Iters == 0 {
 		r.st.Phase = PhaseFinal
 		return r.commit()
 	}
@@ -1117,8 +1117,8 @@ func (r *runner) monitor(ppl float64) (event string, collapsed bool, err error) 
 	} else {
 		st.Smoothed = 0.9*st.Smoothed + 0.1*ppl
 	}
-	collapsed = r.cfg.CollapseLevel > 0 && st.JointIter >= monitorWarmup && st.Smoothed < r.collapseLevel(1)
-	if r.cfg.CollapseFrac == 0 || st.JointIter < monitorWarmup {
+	collapsed = r.cfg.Joint.CollapseLevel > 0 && st.JointIter >= monitorWarmup && st.Smoothed < r.collapseLevel(1)
+	if r.cfg.Joint.CollapseFrac == 0 || st.JointIter < monitorWarmup {
 		return "", collapsed, nil
 	}
 	if st.Smoothed > st.BestPPL {
@@ -1130,14 +1130,14 @@ func (r *runner) monitor(ppl float64) (event string, collapsed bool, err error) 
 		st.Best = snap
 		return "", collapsed, nil
 	}
-	if st.Smoothed < r.cfg.CollapseFrac*st.BestPPL && st.Best != nil {
+	if st.Smoothed < r.cfg.Joint.CollapseFrac*st.BestPPL && st.Best != nil {
 		if err := restoreSnapshot(r.joint.VQ.Store(), st.Best); err != nil {
 			return "", false, err
 		}
-		st.LambdaScale *= r.cfg.ThrottleFactor
+		st.LambdaScale *= r.cfg.Joint.ThrottleFactor
 		st.Rollbacks++
 		ev := fmt.Sprintf("collapse: smoothed perplexity %.3f < %.2f × best %.3f (iteration %d): perception restored, HMM kept, λ scale %.3g",
-			st.Smoothed, r.cfg.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
+			st.Smoothed, r.cfg.Joint.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
 		st.Smoothed = st.BestPPL
 		return ev, false, nil
 	}
@@ -1155,7 +1155,7 @@ func (r *runner) collapseLevel(m float64) float64 {
 			p0 *= math.Pow(p, -p)
 		}
 	}
-	return 1 + m*r.cfg.CollapseLevel*(p0-1)
+	return 1 + m*r.cfg.Joint.CollapseLevel*(p0-1)
 }
 
 // intervene is the anti-collapse response (Config.CollapseLevel): it restores the last
@@ -1165,9 +1165,9 @@ func (r *runner) collapseLevel(m float64) float64 {
 // and commits the new branch. More than Config.MaxInterventions is an error.
 func (r *runner) intervene(reason string) (string, error) {
 	st, cfg := r.st, r.cfg
-	if len(st.Interventions) >= cfg.MaxInterventions {
+	if len(st.Interventions) >= cfg.Joint.MaxInterventions {
 		return "", fmt.Errorf("pipeline: joint iteration %d: %s after %d intervention(s) (max_interventions %d); the run directory keeps the checkpoint of iteration %d",
-			st.JointIter, reason, len(st.Interventions), cfg.MaxInterventions, st.HealthyIter)
+			st.JointIter, reason, len(st.Interventions), cfg.Joint.MaxInterventions, st.HealthyIter)
 	}
 	alpha, lr := st.scales()
 	iv := Intervention{Iter: st.JointIter, Reason: reason, RolledBackTo: st.HealthyIter, AlphaScale: 2 * alpha, LRScale: lr / 2}
@@ -1175,7 +1175,7 @@ func (r *runner) intervene(reason string) (string, error) {
 	if err := r.openJoint(st.Healthy); err != nil {
 		return "", fmt.Errorf("pipeline: rollback: %w", err)
 	}
-	if !cfg.FreezeVQVAE {
+	if !cfg.Joint.FreezeVQVAE {
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0x4e71_0000+uint64(len(st.Interventions))))
 		n := min(len(r.d.allFrames), 4096)
 		idx := make([]int, n)
@@ -1228,7 +1228,7 @@ func (r *runner) intervene(reason string) (string, error) {
 // final one (the HMM is kept), and H(token | place) on the training frames is recorded.
 func (r *runner) finishJoint() error {
 	st := r.st
-	if r.cfg.CollapseFrac > 0 && st.Best != nil && st.Smoothed < r.cfg.CollapseFrac*st.BestPPL {
+	if r.cfg.Joint.CollapseFrac > 0 && st.Best != nil && st.Smoothed < r.cfg.Joint.CollapseFrac*st.BestPPL {
 		if err := restoreSnapshot(r.joint.VQ.Store(), st.Best); err != nil {
 			return err
 		}
@@ -1255,7 +1255,7 @@ func (r *runner) final() error {
 	if err != nil {
 		return err
 	}
-	if cfg.MergeTokens > 0 {
+	if cfg.Final.MergeTokens > 0 {
 		if tokens, err = r.mergeTokens(tokens); err != nil {
 			return err
 		}
@@ -1267,7 +1267,7 @@ func (r *runner) final() error {
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
 	}
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		hmm, err = r.finaliseEM(r.d.sequences(tokens), hmm.K(), hmm.NumActions)
 	} else {
 		hmm, err = r.finalise(r.d.sequences(tokens), share, hmm)
@@ -1314,12 +1314,12 @@ func (r *runner) final() error {
 // in the state (TokensMerged).
 func (r *runner) mergeTokens(tokens []int) ([]int, error) {
 	vq := r.joint.VQ
-	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), vq.NumTokens(), r.d.env.NumActions(), r.cfg.MergeTokens)
+	group, n, err := chmm.MergeTokens(r.d.sequences(tokens), vq.NumTokens(), r.d.env.NumActions(), r.cfg.Final.MergeTokens)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: merging tokens: %w", err)
 	}
 	if n < 2 {
-		return nil, fmt.Errorf("pipeline: merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", r.cfg.MergeTokens, vq.NumTokens())
+		return nil, fmt.Errorf("pipeline: merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", r.cfg.Final.MergeTokens, vq.NumTokens())
 	}
 	if err := vq.SetTokens(group); err != nil {
 		return nil, err
@@ -1330,7 +1330,7 @@ func (r *runner) mergeTokens(tokens []int) ([]int, error) {
 	}
 	r.st.TokensMerged = group
 	if r.out != nil {
-		fmt.Fprintf(r.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, r.cfg.MergeTokens)
+		fmt.Fprintf(r.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, r.cfg.Final.MergeTokens)
 	}
 	return merged, nil
 }
@@ -1342,9 +1342,9 @@ func (r *runner) mergeTokens(tokens []int) ([]int, error) {
 // (r.st.FinalGrad) that an interrupted run resumes from.
 func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
 	cfg := r.cfg
-	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
-	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
+	gc := chmm.GradConfig{Iters: cfg.Final.Iters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
+		Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, SplitRounds: cfg.Final.PlateauSplits, Seed: cfg.Seed, Workers: 0, Stop: r.ctx.Err}
+	grow := cfg.Final.Budget == BudgetShare && cfg.Final.Prune > 0 && cfg.Final.Iters > 0
 	hmm := joint
 	s := r.st.FinalGrad
 	if s == nil {
@@ -1360,23 +1360,23 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		if r.out != nil {
 			done := [...]string{"at its start", "after its training", "after pruning", "after the growth check's first budget"}[s.Done]
 			budget := "the joint phase's clones" // FinalFromJoint
-			if cfg.FinalBudget == BudgetShare {
-				budget = fmt.Sprintf("%d clones per token", cfg.FinalClones<<s.Round)
+			if cfg.Final.Budget == BudgetShare {
+				budget = fmt.Sprintf("%d clones per token", cfg.Final.Clones<<s.Round)
 			}
 			fmt.Fprintf(r.out, "finalisation resumed in round %d (%s), %s\n", s.Round, budget, done)
 		}
 	}
 	for {
-		clones := cfg.FinalClones << s.Round
+		clones := cfg.Final.Clones << s.Round
 		suffix := "" // the runs of each round keep their own record (Training.AddRun)
 		if s.Round > 0 {
 			suffix = fmt.Sprintf(" (%d× budget)", 1<<s.Round)
 		}
 		if s.Done == 0 {
-			if cfg.FinalBudget == BudgetShare {
+			if cfg.Final.Budget == BudgetShare {
 				hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 			}
-			if cfg.FinalIters > 0 {
+			if cfg.Final.Iters > 0 {
 				if err := r.trainFinal(hmm, seqs, gc, "finalise"+suffix, s.Event); err != nil {
 					return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 				}
@@ -1387,7 +1387,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 			}
 		}
 		if s.Done == gradTrained {
-			if cfg.FinalPrune > 0 {
+			if cfg.Final.Prune > 0 {
 				var err error
 				if hmm, err = r.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
 					return nil, err
@@ -1403,7 +1403,7 @@ func (r *runner) finalise(seqs []chmm.Sequence, share []float64, joint *chmm.Mod
 		// of its clones unused; it doubles if that predicts the training walks better.
 		unused := r.st.Made.Pruned
 		budget := hmm.N() - 1 + unused // the round's states before pruning
-		if !grow || s.Round == cfg.FinalGrow || float64(unused) >= GrowSlack*float64(budget) {
+		if !grow || s.Round == cfg.Final.BudgetDoublings || float64(unused) >= GrowSlack*float64(budget) {
 			break
 		}
 		steps := 0
@@ -1552,7 +1552,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 	}
 	for round := s.Round; ; round++ {
 		ec := chmm.DefaultEMConfig()
-		ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
+		ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.Final.Iters, -1, FinalEMPseudocount, 0
 		ec.Seed = cfg.Seed + uint64(round)<<32
 		ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, true, ConfusionBeam
 		ec.Stop = r.ctx.Err
@@ -1613,7 +1613,7 @@ func (r *runner) finaliseEM(seqs []chmm.Sequence, k, numActions int) (*chmm.Mode
 		switch {
 		case missed == patience:
 			why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", missed, SplitGain, bestRound)
-		case round == cfg.FinalDoublings:
+		case round == cfg.Final.SplitRounds:
 			why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, bestRound)
 		}
 		visits, err := chmm.ExpectedVisits(m, train, conf, 0)
@@ -1911,7 +1911,7 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	for _, s := range seqs {
 		steps += s.Len()
 	}
-	minVisits := cfg.FinalPrune * float64(steps)
+	minVisits := cfg.Final.Prune * float64(steps)
 	keep := make([]bool, hmm.N())
 	top := make([]int, hmm.K()) // most visited clone per token
 	for s, k := range hmm.StateTokens() {
@@ -1934,10 +1934,10 @@ func (r *runner) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig
 	if r.out != nil {
 		fmt.Fprintf(r.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
 	}
-	if cfg.FinalPruneIters == 0 {
+	if cfg.Final.PruneIters == 0 {
 		return pruned, nil
 	}
-	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0
+	gc.Iters, gc.SplitRounds = cfg.Final.PruneIters, 0
 	if err := r.trainFinal(pruned, seqs, gc, label, fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())); err != nil {
 		return nil, fmt.Errorf("pipeline: training the pruned model: %w", err)
 	}
@@ -1982,7 +1982,7 @@ func (r *runner) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 	if r.out != nil {
 		bar = progress.New(r.out, label, gc.Iters).Every(2 * time.Second)
 	}
-	gc = gc.ChunkIfCostly(hmm, seqs, r.cfg.FinalChunkAbove)
+	gc = gc.ChunkIfCostly(hmm, seqs, r.cfg.Final.ChunkAbove)
 	if s := r.st.FinalGrad; s != nil && r.dir != "" {
 		// A checkpointed finalisation: this training saves itself as it goes, and the
 		// first one after a resume goes on from its save (the step it follows, s.Done,
@@ -2122,7 +2122,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 			Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions())
 	}
 	main, other, otherDecode := soft, hard, DecodeHard
-	if cfg.Decode == DecodeHard {
+	if cfg.Eval.Decode == DecodeHard {
 		main, other, otherDecode = hard, soft, DecodeSoft
 	}
 	rep, err := score(main)
@@ -2134,7 +2134,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 		return nil, err
 	}
 	rep.Env, rep.Dataset, rep.Seed = cfg.Env, cfg.Dataset, cfg.Seed
-	rep.Decode, rep.OtherReadout = cfg.Decode, evaluate.NewReadout(otherDecode, alt)
+	rep.Decode, rep.OtherReadout = cfg.Eval.Decode, evaluate.NewReadout(otherDecode, alt)
 	return rep, nil
 }
 
@@ -2245,7 +2245,7 @@ func checkOrWriteConfig(dir string, cfg Config) error {
 			return err
 		}
 		cmp := cfg
-		cmp.StopAfterJoint = 0
+		cmp.StopAfterJoint, cmp.Preset = 0, old.Preset // neither is the run's identity
 		if !reflect.DeepEqual(old, cmp) {
 			return fmt.Errorf("pipeline: %s holds a different configuration:\n  %s\nresume it with its own settings, or give the new ones a new run directory (train --run NEW_DIR)",
 				path, strings.Join(diffFields(old, cmp), "\n  "))
@@ -2315,14 +2315,14 @@ func (st *runState) joint() *evaluate.Joint {
 // training is the report's record of how the finished run made hmm.
 func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t := st.Made
-	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	t.Episodes, t.Steps, t.Clones = cfg.Data.Episodes, cfg.Data.Steps, hmm.Clones
 	j := *st.joint()
-	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.JointIters, cfg.GradFrames
+	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.Joint.Iters, cfg.Joint.GradFrames
 	if st.StoppedAt > 0 {
 		j.Iters = st.StoppedAt
 	}
-	if cfg.StopChurn > 0 {
-		j.MaxIters, j.StopChurn = cfg.JointIters, cfg.StopChurn
+	if cfg.Joint.StopChurn > 0 {
+		j.MaxIters, j.StopChurn = cfg.Joint.Iters, cfg.Joint.StopChurn
 		j.AnnealStart, _ = st.anneal(cfg)
 	}
 	j.CodesKept, j.CodesMerged, j.Clones, j.Rollbacks = st.Codes, st.CodesMerged, st.Clones, st.Rollbacks
