@@ -130,8 +130,8 @@ type SymbolicPreset struct {
 
 // SymbolicPresets are the named presets of a symbolic experiment.
 var SymbolicPresets = []SymbolicPreset{
-	{"fixed-budget", "the environment's reference clone budget instead of one grown by splitting (EM: best of 3 starts; " +
-		"gradient: up to 5, the first that fits), doubled where it binds", func(s Symbolic) Symbolic { return s.FixedBudget(0) }},
+	{"fixed-budget", "the reference clone budget, not one grown by splitting (EM: best of 3 starts; gradient: up to 5), doubled where it binds",
+		func(s Symbolic) Symbolic { return s.FixedBudget(0) }},
 }
 
 // LookupSymbolicPreset returns the symbolic preset called name.
@@ -145,4 +145,27 @@ func LookupSymbolicPreset(name string) (SymbolicPreset, error) {
 	}
 	sort.Strings(names)
 	return SymbolicPreset{}, fmt.Errorf("preset %q: want %s", name, strings.Join(names, ", "))
+}
+
+var vqStudyKeys = sync.OnceValue(func() []settings.Key { return settings.Of(reflect.TypeFor[VQStudy](), nil) })
+
+// VQStudyKeys returns the settings of VQStudy that Set takes.
+func VQStudyKeys() []settings.Key { return append([]settings.Key(nil), vqStudyKeys()...) }
+
+// Set applies one setting "key=value" (VQStudyKeys) to s, checked against its
+// declaration; Check checks the rest.
+func (s *VQStudy) Set(kv string) error {
+	path, value, ok := strings.Cut(kv, "=")
+	path = strings.TrimSpace(path)
+	if !ok || path == "" {
+		return fmt.Errorf("%q: want key=value", kv)
+	}
+	k, ok := settings.Lookup(vqStudyKeys(), path)
+	if !ok {
+		return fmt.Errorf("%s: no such setting%s", path, settings.Suggest(vqStudyKeys(), path))
+	}
+	if err := k.Set(s, value); err != nil {
+		return fmt.Errorf("%s=%s: %v", path, strings.TrimSpace(value), err)
+	}
+	return nil
 }

@@ -33,8 +33,8 @@ func fixed(kvs ...string) func(Config) []string { return func(Config) []string {
 
 // presets are the named presets, in the order PresetNames lists them.
 var presets = []Preset{
-	{"paper", "the paper's Table 1 where the defaults differ: τ 1, α_div 0.1 throughout, 2000 joint iterations on every frame, " +
-		"no jitter; finalisation from the joint HMM at rate 0.01, no pruning or budget growth; hard read-out",
+	{"paper", "the paper's: τ 1, α_div 0.1, 2000 joint iterations on all frames, no jitter; final rate 0.01 from the joint HMM, " +
+		"no pruning; hard read-out",
 		fixed("vqvae.tau=1", "joint.alpha_div=0.1", "joint.alpha_div_end=0", "joint.iters=2000", "joint.grad_frames=0", "joint.jitter=0",
 			"final.budget=joint", "final.lr=0.01", "final.prune=0", "final.budget_doublings=0", "eval.decode=hard")},
 	{"frozen", "ablation: the joint phase trains only the HMM (the VQ-VAE stays as the warm-up left it)", fixed("joint.freeze_vqvae=true")},
