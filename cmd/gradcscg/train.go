@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -77,11 +78,11 @@ func runTrain(args []string) error {
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		var progress io.Writer = stderr
-		if o.quiet {
-			progress = nil
-		} else {
-			printOrigins(stderr, cfg, origins)
+		var progress io.Writer
+		if !o.quiet { // the settings go first, once the run has started
+			var b strings.Builder
+			printOrigins(&b, cfg, origins)
+			progress = &headedWriter{w: stderr, head: b.String()}
 		}
 		if o.from != "" {
 			if err := pipeline.Branch(dir, o.from, cfg); err != nil {
@@ -123,6 +124,22 @@ func printOrigins(w io.Writer, cfg pipeline.Config, origins []experiment.Origin)
 	for _, o := range origins {
 		fmt.Fprintf(w, "  %s\n", o)
 	}
+}
+
+// headedWriter writes head before the first write to w.
+type headedWriter struct {
+	w    io.Writer
+	head string
+}
+
+func (h *headedWriter) Write(p []byte) (int, error) {
+	if h.head != "" {
+		if _, err := io.WriteString(h.w, h.head); err != nil {
+			return 0, err
+		}
+		h.head = ""
+	}
+	return h.w.Write(p)
 }
 
 // given reports whether flag name was on the command line.
