@@ -176,7 +176,7 @@ func TestBranchRefuses(t *testing.T) {
 		want     string
 	}{
 		{"another seed", "", src, seed, "seed: 1 in the run, 2 now"},
-		{"more joint iterations", "", src, iters, "joint_iters: 16 in the run, 20 now"},
+		{"more joint iterations", "", src, iters, "joint.iters: 16 in the run, 20 now"},
 		{"joint phase unfinished", "", unfinished, cfg, "has not finished its joint phase (phase joint"},
 		{"damaged checkpoint", "", damaged, cfg, "not the file this run wrote"},
 		{"no run", "", t.TempDir(), cfg, "holds no run"},

@@ -125,9 +125,9 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 			write(t, p, append(read(t, p), ' '))
 		}, cfg, ReportFile},
 		{"finished: config.json removed, other env asked", finished, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
-		{"finished: config.json edited (joint_iters) and asked for", finished, func(t *testing.T, d string) {
+		{"finished: config.json edited (joint.iters) and asked for", finished, func(t *testing.T, d string) {
 			p := filepath.Join(d, ConfigFile)
-			write(t, p, []byte(strings.Replace(string(read(t, p)), `"joint_iters": 16`, `"joint_iters": 20`, 1)))
+			write(t, p, []byte(strings.Replace(string(read(t, p)), `"iters": 16,`, `"iters": 20,`, 1)))
 		}, func() Config { c := cfg; c.Joint.Iters = 20; return c }(), "not the configuration this run was trained with"},
 		{"finished: config.json from the seed-2 run", finished, func(t *testing.T, d string) {
 			write(t, filepath.Join(d, ConfigFile), read(t, filepath.Join(other, ConfigFile)))
