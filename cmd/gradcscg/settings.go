@@ -39,11 +39,11 @@ func (s setFlag) without(x string) setFlag {
 func writePresets(w io.Writer) {
 	fmt.Fprintln(w, "presets (train --preset NAME), laid over the environment's defaults before --size, --config and --set:")
 	for _, p := range pipeline.Presets() {
-		fmt.Fprintf(w, "  %-21s %s\n", p.Name, p.Summary)
+		fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Summary)
 	}
 	fmt.Fprintln(w, "environments that name settings of their own (before any preset):")
 	for _, env := range []string{"big_room", "tiled"} {
-		fmt.Fprintf(w, "  %-21s %s\n", env, strings.Join(pipeline.EnvSettings(env), " "))
+		fmt.Fprintf(w, "  %-20s %s\n", env, strings.Join(pipeline.EnvSettings(env), " "))
 	}
 }
 

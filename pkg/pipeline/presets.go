@@ -33,7 +33,7 @@ func fixed(kvs ...string) func(Config) []string { return func(Config) []string {
 
 // presets are the named presets, in the order PresetNames lists them.
 var presets = []Preset{
-	{"paper", "the paper's: τ 1, α_div 0.1, 2000 joint iterations on all frames, no jitter; final rate 0.01 from the joint HMM, " +
+	{"paper", "the paper's: τ 1, α_div 0.1, 2000 joint iterations, all frames, no jitter; final rate 0.01 from the joint HMM, " +
 		"no pruning; hard read-out",
 		fixed("vqvae.tau=1", "joint.alpha_div=0.1", "joint.alpha_div_end=0", "joint.iters=2000", "joint.grad_frames=0", "joint.jitter=0",
 			"final.budget=joint", "final.lr=0.01", "final.prune=0", "final.budget_doublings=0", "eval.decode=hard")},
@@ -43,7 +43,7 @@ var presets = []Preset{
 	{"paper-joint", "ablation: the paper's τ 1 and α_div 0.1 in the joint phase", fixed("vqvae.tau=1", "joint.alpha_div=0.1", "joint.alpha_div_end=0.1")},
 	{"no-jitter", "ablation: frames as drawn, no random shift", fixed("joint.jitter=0")},
 	{"no-pruning", "ablation: no pruning after the finalisation", fixed("final.prune=0")},
-	{"other-grad-frames", "ablation: the architecture's other reconstruction-gradient frames (conv: all, mlp: 256)", func(c Config) []string {
+	{"other-grad-frames", "ablation: the architecture's other gradient frames (conv: all, mlp: 256)", func(c Config) []string {
 		if c.Joint.GradFrames == 0 {
 			return []string{"joint.grad_frames=256"}
 		}
