@@ -20,7 +20,7 @@ t "rm config.json; plan --run"            "rm case/config.json"             $B p
 t "edit config seed; train --seed 2"      "sed -i 's/\"seed\": 1/\"seed\": 2/' case/config.json" $B train $small --seed 2 --run case --quiet
 t "chmm.model from seed 2; plan --run"    "cp fin2/chmm.model case/"        $B plan --run case --pairs 5
 t "state.gob byte flip"                   "printf 'X' | dd of=case/state.gob bs=1 seek=200 conv=notrunc 2>/dev/null" $B train $small --run case --quiet
-t "truncate vqvae.ckpt; train --reevaluate" "truncate -s 5000 case/vqvae.ckpt" $B train $small --run case --reevaluate --quiet
+t "truncate vqvae.ckpt; train --reevaluate" "truncate -s 5000 case/vqvae.ckpt" $B train --run case --reevaluate --quiet
 t "second process while locked"           "exec 9>case/.lock; flock -n 9" $B train $small --run case --quiet
 t "symbolic --set steps=-5"               ":" $B symbolic --set steps=-5
 t "symbolic --set lr=NaN"                 ":" $B symbolic --set lr=NaN
