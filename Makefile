@@ -86,20 +86,19 @@ reproduce-bigger: build
 	$(BIN) reproduce --suite bigger --trainers gradient --seeds 10 --out results
 	$(BIN) reproduce --suite bigger --seeds 10 --collect --out results
 
-# Issue 18's bigger worlds from MNIST pixels, seeds SEEDS (default 1-3), with the recipe that recovers
-# them (README "Bigger worlds"): scaled emissions, the walks' token merge (--merge-tokens 100) and the EM
-# finalisation; big_room with 40 codes merged to 30, tiled with the default codebook. Measured one run
-# per core (GOMAXPROCS=1), beside other runs: 4.3-8.6 hours a run. An interrupted run resumes with the
-# same command, and a finished one is loaded; each report is copied to results/bigger/.
+# Issue 18's bigger worlds from MNIST pixels, seeds SEEDS (default 1-3), with the settings that recover
+# them, which big_room and tiled name for themselves (gradcscg train --preset help): scaled emissions, the
+# walks' token merge and the EM finalisation; big_room with 40 codes merged to 30, tiled with the default
+# codebook. Measured one run per core (GOMAXPROCS=1), beside other runs: 4.3-8.6 hours a run. An
+# interrupted run resumes with the same command, and a finished one is loaded; each report is copied to
+# results/bigger/ (under the directory names of the runs that made them).
 SEEDS ?= 1 2 3
 reproduce-bigger-pixels: build
 	for s in $(SEEDS); do \
 		r=big_room_mnist_seed$${s}_codes40_merge30_scaled_mergetokens_finalem; \
-		GOMAXPROCS=1 $(BIN) train --env big_room --seed $$s --codes 40 --merge-codes 30 --scaled-emissions \
-			--merge-tokens 100 --final-trainer em --run runs/$$r && cp runs/$$r/report.json results/bigger/$$r.json || exit 1; \
+		GOMAXPROCS=1 $(BIN) train --env big_room --seed $$s --run runs/$$r && cp runs/$$r/report.json results/bigger/$$r.json || exit 1; \
 		r=tiled_mnist_seed$${s}_scaled_mergetokens_finalem; \
-		GOMAXPROCS=1 $(BIN) train --env tiled --seed $$s --scaled-emissions \
-			--merge-tokens 100 --final-trainer em --run runs/$$r && cp runs/$$r/report.json results/bigger/$$r.json || exit 1; \
+		GOMAXPROCS=1 $(BIN) train --env tiled --seed $$s --run runs/$$r && cp runs/$$r/report.json results/bigger/$$r.json || exit 1; \
 	done
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x

@@ -26,7 +26,7 @@ func TestXLAWithoutPlugin(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"train", "--env", "aliased", "--size", "ci", "--run", filepath.Join(dir, "run")},
-		{"vqvae", "--env", "aliased", "--steps", "10", "--out", filepath.Join(dir, "vq")},
+		{"vqvae", "--env", "aliased", "--set", "steps=10", "--out", filepath.Join(dir, "vq")},
 	} {
 		start := time.Now()
 		code, _, errOut := run(t, args...)

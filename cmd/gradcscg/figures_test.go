@@ -132,10 +132,10 @@ func TestFiguresFromRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.VQVAE.Arch = "mlp"
-	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 1, 600, 600
-	cfg.WarmupEpochs, cfg.WarmupBatch, cfg.RecenterFrames = 1, 64, 600
-	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 4, 32, 2, 2
-	cfg.FinalIters = 20
+	cfg.Data.Episodes, cfg.Data.Steps, cfg.Eval.Steps = 1, 600, 600
+	cfg.Warmup.Epochs, cfg.Warmup.Batch, cfg.Warmup.RecenterFrames = 1, 64, 600
+	cfg.Joint.Iters, cfg.Joint.ChunkLen, cfg.Joint.Batch, cfg.Joint.CheckpointEvery = 4, 32, 2, 2
+	cfg.Final.Iters = 20
 	if _, err := pipeline.Run(context.Background(), runDir, cfg, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -56,27 +56,8 @@ var (
 // flagRanges is every numeric flag's range, by command: the one place flags are
 // validated. parseFlags checks the flags given and appends the range to each usage.
 var flagRanges = map[string]map[string]flagRange{
-	"symbolic": {
-		"episodes": rangeEpisodes, "steps": rangeSteps, "eval-steps": rangeSteps, "clones": rangeClones,
-		"iters": rangeIters, "lr": positive(10), "pseudocount": floats(0, 1e6), "restarts": rangeRestarts, "grow": ints(0, 10), "doublings": ints(0, 16),
-		"entropy": floats(0, 100), "viterbi-iters": ints(0, 100000), "tol": floats(0, 1), "chunk-above": floats(0, 1e15), "fold-alike": fractionBelow(1),
-		"drop-cost": floats(0, 10), "drop-floor": floats(0, 1), "fold-cost": floats(0, 1), "split-share": fractionBelow(1),
-	},
-	"train": {
-		"episodes": rangeEpisodes, "steps": rangeSteps, "joint-iters": ints(0, 1_000_000), "pretrain-iters": ints(0, 1_000_000), "clones": rangeClones,
-		"codes": ints(2, 4096), "merge-codes": floats(0, 1e6), "merge-tokens": floats(0, 1e6),
-		"alpha-div": floats(0, 100), "alpha-div-end": floats(0, 100), "collapse-frac": fractionBelow(1),
-		"grad-frames": ints(0, 1<<20), "collapse-level": fractionBelow(0.5), "lambda": floats(0, 1000),
-		"tau": positive(100), "final-prune": fractionBelow(1), "jitter": ints(0, 8), "stop-churn": floats(0, 1),
-		"final-grow": ints(0, 6), "final-doublings": ints(0, 16), "final-iters": ints(1, 1_000_000),
-		"final-chunk-above": floats(0, 1e15),
-	},
 	"reproduce": {"pairs": rangePairs, "seeds": rangeSeeds, "restarts": ints(0, 100), "steps": rangeSteps},
-	"vqvae": {
-		"k": ints(0, 4096), "steps": ints(0, 100_000_000), "batch": ints(1, 65536), "lr": positive(1),
-		"episodes": rangeEpisodes, "episode-len": rangeSteps, "eval-len": rangeSteps, "curve": ints(0, 100_000_000),
-		"checkpoint-every": ints(1, 100_000_000), "seeds": rangeSeeds,
-	},
+	"vqvae":     {"seeds": rangeSeeds},
 	"plan": {
 		"pairs": rangePairs, "localize": ints(0, 1_000_000), "demo": ints(1, 1_000_000), "threshold": floats(0, 1),
 		"min-prob": floats(0, 1), "goal-mass": positive(1), "arrive-mass": positive(1),

@@ -10,7 +10,8 @@ import (
 )
 
 // TestEveryNumericFlagHasARange: every int and float flag of every command is in
-// flagRanges (seeds, uint64, are the only unbounded numbers).
+// flagRanges (seeds, uint64, are the only unbounded numbers); train and symbolic take
+// their numbers through --set, checked by the settings' own declarations.
 func TestEveryNumericFlagHasARange(t *testing.T) {
 	re := regexp.MustCompile(`(?m)^\s+-([a-z-]+) (int|float)\b`)
 	for cmd := range flagRanges {
@@ -28,7 +29,7 @@ func TestEveryNumericFlagHasARange(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{"figures", "data", "envs"} {
+	for _, cmd := range []string{"figures", "data", "envs", "train", "symbolic"} {
 		_, _, help := run(t, cmd, "--help")
 		for _, m := range re.FindAllStringSubmatch(help, -1) {
 			t.Errorf("%s --%s is numeric but the command has no ranges", cmd, m[1])

@@ -151,15 +151,15 @@ func TestOtherImageSize(t *testing.T) {
 		t.Errorf("train: exit %d, want 1", code)
 	}
 	oneCleanError(t, errOut, images+" holds 32×32 images, but vqvae.side is 28")
-	code, _, errOut = run(t, "vqvae", "--env", "aliased", "--steps", "2", "--out", filepath.Join(t.TempDir(), "vq"), "--quiet")
+	code, _, errOut = run(t, "vqvae", "--env", "aliased", "--set", "steps=2", "--out", filepath.Join(t.TempDir(), "vq"), "--quiet")
 	if code != 1 {
 		t.Errorf("vqvae: exit %d, want 1", code)
 	}
 	oneCleanError(t, errOut, images+" holds 32×32 images; the VQ-VAE reads 28×28")
 }
 
-// TestVQVAESideMemory: a configuration file with vqvae.side 4096 is refused in one
-// line by the memory estimate before anything is allocated (with no data set to load,
+// TestVQVAESideMemory: a configuration file with vqvae.side 1024 (the most Validate
+// allows) is refused in one line by the memory estimate before anything is allocated (with no data set to load,
 // so that nothing else could refuse it first).
 func TestVQVAESideMemory(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
@@ -169,7 +169,7 @@ func TestVQVAESideMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.VQVAE.Side = 4096
+	cfg.VQVAE.Side = 1024
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +210,8 @@ func TestFiguresMissingRuns(t *testing.T) {
 func TestPlanSizeBound(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "aliased.chmm")
-	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--episodes", "2", "--steps", "3000",
-		"--restarts", "1", "--quiet", "--save", model); code != 0 {
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--set", "episodes=2", "--set", "steps=3000",
+		"--set", "restarts=1", "--quiet", "--save", model); code != 0 {
 		t.Fatalf("training failed (%d): %s", code, errOut)
 	}
 	code, _, errOut := runWithin(t, 60*time.Second, "plan", "--model", model, "--env", "aliased", "--pairs", "1000000",

@@ -85,7 +85,7 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "aliased.chmm")
 	report := filepath.Join(dir, "report.json")
-	code, out, errOut := run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000",
+	code, out, errOut := run(t, "symbolic", "--env", "aliased", "--set", "episodes=4", "--set", "steps=5000",
 		"--quiet", "--save", model, "--json", report)
 	if code != 0 {
 		t.Fatalf("training failed (%d): %s", code, errOut)
@@ -109,23 +109,23 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	if err := os.WriteFile(ckpt, []byte("garbled"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000", "--quiet", "--checkpoint", ckpt)
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--set", "episodes=4", "--set", "steps=5000", "--quiet", "--checkpoint", ckpt)
 	if code == 0 {
 		t.Fatal("a garbled checkpoint was accepted")
 	}
 	oneCleanError(t, errOut, "checkpoint "+ckpt+" cannot be read")
 	// A budget that does not grow by splitting has no checkpoint: one error, the file kept.
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--quiet", "--doublings", "0", "--checkpoint", ckpt)
+	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--quiet", "--set", "split_rounds=0", "--checkpoint", ckpt)
 	if code == 0 {
-		t.Fatal("--checkpoint with --doublings 0 accepted")
+		t.Fatal("--checkpoint with split_rounds=0 accepted")
 	}
 	oneCleanError(t, errOut, "--checkpoint "+ckpt+": only a budget grown by splitting")
 	if err := os.Remove(ckpt); err != nil {
 		t.Fatal(err)
 	}
 	split := filepath.Join(dir, "split.json")
-	if code, _, errOut = run(t, "symbolic", "--env", "aliased", "--episodes", "4", "--steps", "5000", "--quiet",
-		"--iters", "20", "--doublings", "1", "--checkpoint", ckpt, "--json", split); code != 0 {
+	if code, _, errOut = run(t, "symbolic", "--env", "aliased", "--set", "episodes=4", "--set", "steps=5000", "--quiet",
+		"--set", "iters=20", "--set", "split_rounds=1", "--checkpoint", ckpt, "--json", split); code != 0 {
 		t.Fatalf("with --checkpoint (%d): %s", code, errOut)
 	}
 	if r, err := evaluate.ReadJSON(split); err != nil || r.Training.Doublings != 1 {
@@ -140,7 +140,7 @@ func TestTrainSaveLoadAndMismatch(t *testing.T) {
 	}
 
 	// The saved model evaluates again on its own environment...
-	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", model, "--steps", "2000", "--quiet"); code != 0 {
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", model, "--set", "steps=2000", "--quiet"); code != 0 {
 		t.Errorf("--load on aliased failed: %s", errOut)
 	}
 	// ...but not on another configuration.
@@ -178,8 +178,8 @@ func TestFlagParseErrorsAreOneLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "--seed", "-1"}, "--seed -1: must be a non-negative integer"},
-		{[]string{"symbolic", "--steps", "1.5"}, "--steps 1.5: must be an integer in"},
-		{[]string{"symbolic", "--lr", "fast"}, "--lr fast: must be a number in"},
+		{[]string{"symbolic", "--seed", "1.5"}, "--seed 1.5: must be a non-negative integer"},
+		{[]string{"symbolic", "--iters", "5"}, "flag provided but not defined: -iters"},
 		{[]string{"plan", "--colour", "red"}, "flag provided but not defined: -colour"},
 		{[]string{"envs", "extra"}, `unexpected argument "extra"`},
 	} {
@@ -234,7 +234,7 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 	if err := m.Save(in); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", in, "--save", saved, "--steps", "200", "--eval-steps", "500", "--quiet")
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--load", in, "--save", saved, "--set", "steps=200", "--set", "eval_steps=500", "--quiet")
 	if code == 0 {
 		t.Fatal("exit 0")
 	}
@@ -248,31 +248,37 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 }
 
 // symbolicDefaults are the options the symbolic command's flags give when only --env
-// and --trainer are set (seed 1): every -1 is a flag's "the default".
+// and --trainer are set (seed 1).
 func symbolicDefaults(env, trainer string) symbolicOptions {
-	return symbolicOptions{env: env, trainer: trainer, seed: 1, init: "uniform", grow: -1, doublings: -1, pseudocount: -1,
-		viterbiIters: -1, chunkAbove: -1, foldAlike: -1, dropCost: -1, foldCost: -1}
+	return symbolicOptions{env: env, trainer: trainer, seed: 1, size: "full"}
 }
 
-// TestSymbolicGrowDefault: without --grow the budget may grow (experiment.DefaultGrowRounds)
-// unless --clones or --clones-for sets it, which then stays as given; --grow always wins.
+// with returns o with the settings kvs (--set).
+func (o symbolicOptions) with(kvs ...string) symbolicOptions {
+	o.sets = append(append(setFlag(nil), o.sets...), kvs...)
+	return o
+}
+
+// TestSymbolicGrowDefault: the reference budget may grow (experiment.DefaultGrowRounds)
+// unless clones_per_class or --clones-for sets it, which then stays as given;
+// budget_doublings set after it wins.
 func TestSymbolicGrowDefault(t *testing.T) {
 	base := symbolicDefaults("aliased", "em")
-	base.doublings = 0
+	base.preset = "fixed-budget"
 	for _, c := range []struct {
 		name   string
-		change func(o *symbolicOptions)
+		change func(o symbolicOptions) symbolicOptions
 		want   int
 	}{
-		{"defaults", func(*symbolicOptions) {}, experiment.DefaultGrowRounds},
-		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0},
-		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0},
-		{"--clones 5 --grow 2", func(o *symbolicOptions) { o.clones, o.grow = 5, 2 }, 2},
-		{"--grow 0", func(o *symbolicOptions) { o.grow = 0 }, 0},
+		{"defaults", func(o symbolicOptions) symbolicOptions { return o }, experiment.DefaultGrowRounds},
+		{"clones_per_class=5", func(o symbolicOptions) symbolicOptions { return o.with("clones_per_class=5") }, 0},
+		{"--clones-for 0=3", func(o symbolicOptions) symbolicOptions { o.clonesPerToken = "0=3"; return o }, 0},
+		{"clones_per_class=5 budget_doublings=2", func(o symbolicOptions) symbolicOptions {
+			return o.with("clones_per_class=5", "budget_doublings=2")
+		}, 2},
+		{"budget_doublings=0", func(o symbolicOptions) symbolicOptions { return o.with("budget_doublings=0") }, 0},
 	} {
-		o := base
-		c.change(&o)
-		s, _, err := symbolicConfig(o)
+		s, _, err := symbolicConfig(c.change(base))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -282,28 +288,27 @@ func TestSymbolicGrowDefault(t *testing.T) {
 	}
 }
 
-// TestSymbolicViterbiIters: --viterbi-iters sets EM's hard iterations (default 100),
+// TestSymbolicViterbiIters: viterbi_iters sets EM's hard iterations (default 100),
 // and a value outside its range is one clean error.
 func TestSymbolicViterbiIters(t *testing.T) {
 	o := symbolicDefaults("aliased", "em")
-	o.doublings = 0
+	o.preset = "fixed-budget"
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.ViterbiIters != 100 {
 		t.Fatalf("default: ViterbiIters %d, err %v", s.ViterbiIters, err)
 	}
-	o.viterbiIters = 0
-	if s, _, err = symbolicConfig(o); err != nil || s.ViterbiIters != 0 {
-		t.Fatalf("--viterbi-iters 0: ViterbiIters %d, err %v", s.ViterbiIters, err)
+	if s, _, err = symbolicConfig(o.with("viterbi_iters=0")); err != nil || s.ViterbiIters != 0 {
+		t.Fatalf("viterbi_iters=0: ViterbiIters %d, err %v", s.ViterbiIters, err)
 	}
-	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--viterbi-iters", "-3")
+	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--set", "viterbi_iters=-3")
 	if code == 0 {
-		t.Fatal("--viterbi-iters -3 accepted")
+		t.Fatal("viterbi_iters=-3 accepted")
 	}
-	oneCleanError(t, errOut, "--viterbi-iters -3: must be")
+	oneCleanError(t, errOut, "--set viterbi_iters=-3: need an integer in [0, 100000]")
 }
 
-// TestSymbolicChunkAbove: --chunk-above sets when the gradient trainer reads random
-// chunks (default chmm.DefaultChunkAbove, 0 never) and --fold-alike its folding of
+// TestSymbolicChunkAbove: chunk_above sets when the gradient trainer reads random
+// chunks (default chmm.DefaultChunkAbove, 0 never) and fold_alike its folding of
 // alike clones (default DefaultFoldAlike for the gradient trainer, none for EM); a
 // value out of range is one clean error.
 func TestSymbolicChunkAbove(t *testing.T) {
@@ -312,85 +317,81 @@ func TestSymbolicChunkAbove(t *testing.T) {
 	if err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
 		t.Fatalf("default: ChunkAbove %g, err %v", s.ChunkAbove, err)
 	}
-	o.chunkAbove = 0
-	if s, _, err = symbolicConfig(o); err != nil || s.ChunkAbove != 0 {
-		t.Fatalf("--chunk-above 0: ChunkAbove %g, err %v", s.ChunkAbove, err)
+	if s, _, err = symbolicConfig(o.with("chunk_above=0")); err != nil || s.ChunkAbove != 0 {
+		t.Fatalf("chunk_above=0: ChunkAbove %g, err %v", s.ChunkAbove, err)
 	}
 	if s.FoldAlike != experiment.DefaultFoldAlike {
 		t.Errorf("gradient default: FoldAlike %g, want %g", s.FoldAlike, experiment.DefaultFoldAlike)
 	}
-	o.foldAlike = 0
-	if s, _, err = symbolicConfig(o); err != nil || s.FoldAlike != 0 {
-		t.Fatalf("--fold-alike 0: FoldAlike %g, err %v", s.FoldAlike, err)
+	if s, _, err = symbolicConfig(o.with("fold_alike=0")); err != nil || s.FoldAlike != 0 {
+		t.Fatalf("fold_alike=0: FoldAlike %g, err %v", s.FoldAlike, err)
 	}
-	o.trainer, o.foldAlike = "em", -1
-	if s, _, err = symbolicConfig(o); err != nil || s.FoldAlike != 0 {
+	em := o
+	em.trainer = "em"
+	if s, _, err = symbolicConfig(em); err != nil || s.FoldAlike != 0 {
 		t.Fatalf("EM: FoldAlike %g, err %v, want 0", s.FoldAlike, err)
 	}
-	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--chunk-above", "-3")
-	if code == 0 {
-		t.Fatal("--chunk-above -3 accepted")
+	for _, c := range []struct{ args, want string }{
+		{"chunk_above=-3", "--set chunk_above=-3: need a number in [0, 1000000000000000]"},
+		{"fold_alike=1", "--set fold_alike=1: need a number in [0, 1)"},
+	} {
+		code, _, errOut := run(t, "symbolic", "--env", "aliased", "--set", c.args)
+		if code == 0 {
+			t.Fatalf("%s accepted", c.args)
+		}
+		oneCleanError(t, errOut, c.want)
 	}
-	oneCleanError(t, errOut, "--chunk-above -3: must be")
-	code, _, errOut = run(t, "symbolic", "--env", "aliased", "--fold-alike", "1")
-	if code == 0 {
-		t.Fatal("--fold-alike 1 accepted")
-	}
-	oneCleanError(t, errOut, "--fold-alike 1: must be")
-	o.trainer = "gradient"
 	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != experiment.DefaultDropCost {
 		t.Fatalf("gradient default: DropCost %g, err %v", s.DropCost, err)
 	}
-	o.dropCost = 0
-	if s, _, err = symbolicConfig(o); err != nil || s.DropCost != 0 {
-		t.Fatalf("--drop-cost 0: DropCost %g, err %v", s.DropCost, err)
+	if s, _, err = symbolicConfig(o.with("drop_cost=0")); err != nil || s.DropCost != 0 {
+		t.Fatalf("drop_cost=0: DropCost %g, err %v", s.DropCost, err)
 	}
 	if s, _, err = symbolicConfig(o); err != nil || s.FoldCost != experiment.DefaultFoldCost {
 		t.Fatalf("gradient default: FoldCost %g, err %v, want %g", s.FoldCost, err, experiment.DefaultFoldCost)
 	}
 	for _, c := range []struct {
 		name string
-		set  func(*symbolicOptions)
+		o    symbolicOptions
 	}{
-		{"EM", func(o *symbolicOptions) { o.trainer = "em" }},
-		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }},
-		{"--clones 20", func(o *symbolicOptions) { o.clones = 20 }},
-		{"--fold-alike 0", func(o *symbolicOptions) { o.foldAlike = 0 }},
-		{"--fold-cost 0", func(o *symbolicOptions) { o.foldCost = 0 }},
+		{"EM", em},
+		{"split_rounds=0", o.with("split_rounds=0")},
+		{"clones_per_class=20", o.with("clones_per_class=20")},
+		{"fold_alike=0", o.with("fold_alike=0")},
+		{"fold_cost=0", o.with("fold_cost=0")},
 	} {
-		oc := o
-		c.set(&oc)
-		if s, _, err = symbolicConfig(oc); err != nil || s.FoldCost != 0 {
+		if s, _, err = symbolicConfig(c.o); err != nil || s.FoldCost != 0 {
 			t.Errorf("%s: FoldCost %g, err %v, want 0", c.name, s.FoldCost, err)
 		}
 	}
-	o.dropCost, o.dropFloor, o.splitShare, o.foldCost = -1, 0.003, 0.01, 1
-	if s, _, err = symbolicConfig(o); err != nil || s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
-		t.Fatalf("--drop-floor 0.003 --split-share 0.01 --fold-cost 1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
+	if s, _, err = symbolicConfig(o.with("drop_floor=0.003", "split_share=0.01", "fold_cost=1")); err != nil ||
+		s.DropFloor != 0.003 || s.SplitShare != 0.01 || s.FoldCost != 1 {
+		t.Fatalf("drop_floor=0.003 split_share=0.01 fold_cost=1: DropFloor %g, SplitShare %g, FoldCost %g, err %v",
 			s.DropFloor, s.SplitShare, s.FoldCost, err)
 	}
-	o.splitShare, o.splitSurprised = 0, true
-	if s, _, err = symbolicConfig(o); err != nil || !s.SplitSurprised {
-		t.Fatalf("--split-surprised: SplitSurprised %v, err %v", s.SplitSurprised, err)
+	if s, _, err = symbolicConfig(o.with("split_surprised=true")); err != nil || !s.SplitSurprised {
+		t.Fatalf("split_surprised=true: SplitSurprised %v, err %v", s.SplitSurprised, err)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--drop-cost", "-0.5"}, "--drop-cost -0.5: must be"},
-		{[]string{"--drop-floor", "2"}, "--drop-floor 2: must be"},
-		{[]string{"--trainer", "em", "--drop-floor", "0.003"}, "drop_floor=0.003: only the gradient trainer"},
-		{[]string{"--split-share", "1"}, "--split-share 1: must be"},
-		{[]string{"--doublings", "0", "--split-share", "0.01"}, "split_share=0.01: only a budget grown by splitting"},
-		{[]string{"--fold-cost", "1.5"}, "--fold-cost 1.5: must be"},
-		{[]string{"--fold-cost", "-0.5"}, "--fold-cost -0.5: must be"},
-		{[]string{"--fold-cost", "1", "--fold-alike", "0"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
-		{[]string{"--trainer", "em", "--fold-cost", "1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
-		{[]string{"--trainer", "em", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
-		{[]string{"--doublings", "0", "--split-surprised"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
-		{[]string{"--split-surprised", "--split-share", "0.01"}, "split_surprised and split_share=0.01: choose one"},
+		{[]string{"--set", "drop_cost=-0.5"}, "--set drop_cost=-0.5: need a number in [0, 10]"},
+		{[]string{"--set", "drop_floor=2"}, "--set drop_floor=2: need a number in [0, 1]"},
+		{[]string{"--trainer", "em", "--set", "drop_floor=0.003"}, "drop_floor=0.003: only the gradient trainer"},
+		{[]string{"--set", "split_share=1"}, "--set split_share=1: need a number in [0, 1)"},
+		{[]string{"--set", "split_rounds=0", "--set", "split_share=0.01"}, "split_share=0.01: only a budget grown by splitting"},
+		{[]string{"--set", "fold_cost=1.5"}, "--set fold_cost=1.5: need a number in [0, 1]"},
+		{[]string{"--set", "fold_cost=-0.5"}, "--set fold_cost=-0.5: need a number in [0, 1]"},
+		{[]string{"--set", "fold_alike=0", "--set", "fold_cost=1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
+		{[]string{"--trainer", "em", "--set", "fold_cost=1"}, "fold_cost=1: only a budget grown by splitting, with fold_alike > 0"},
+		{[]string{"--trainer", "em", "--set", "split_surprised=true"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
+		{[]string{"--set", "split_rounds=0", "--set", "split_surprised=true"}, "split_surprised: only the gradient trainer's budget grown by splitting"},
+		{[]string{"--set", "split_surprised=true", "--set", "split_share=0.01"}, "split_surprised and split_share=0.01: choose one"},
+		{[]string{"--set", "doublings=3"}, `--set doublings: no such setting`},
+		{[]string{"--set", "seed=3"}, "--set seed: not a setting (it has a flag of its own)"},
 	} {
-		code, _, errOut = run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
+		code, _, errOut := run(t, append([]string{"symbolic", "--env", "aliased"}, c.args...)...)
 		if code == 0 {
 			t.Fatalf("%v accepted", c.args)
 		}
@@ -404,7 +405,7 @@ func TestSymbolicChunkAbove(t *testing.T) {
 func TestGrowRoundsThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
 	o := symbolicDefaults("aliased", "em")
-	o.doublings = 0
+	o.preset = "fixed-budget"
 	s, env, err := symbolicConfig(o)
 	if err != nil {
 		t.Fatal(err)
@@ -461,35 +462,35 @@ func TestSplitStatesThatFit(t *testing.T) {
 	}
 }
 
-// TestSymbolicDoublings: --doublings grows a budget from one clone per token with one
-// start, by default for both trainers; the flags it replaces or more starts given with
-// it are one clean error.
+// TestSymbolicDoublings: split_rounds grows a budget from one clone per token with one
+// start, by default for both trainers; a budget given, budget doublings, starts above
+// one or split_rounds 0 train the reference budget instead (--preset fixed-budget),
+// from EM's 3 starts or the gradient trainer's up to 5.
 func TestSymbolicDoublings(t *testing.T) {
-	o := symbolicDefaults("aliased", "em")
-	o.doublings = 6
+	o := symbolicDefaults("aliased", "em").with("split_rounds=6")
 	s, _, err := symbolicConfig(o)
 	if err != nil || s.Doublings != 6 || s.Restarts != 1 || s.GrowRounds != 0 {
-		t.Fatalf("--doublings 6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
+		t.Fatalf("split_rounds=6: Doublings %d, Restarts %d, GrowRounds %d, err %v", s.Doublings, s.Restarts, s.GrowRounds, err)
 	}
-	// Both trainers' defaults grow by splitting; a budget, growth rounds, starts or
-	// --doublings 0 given train the budget instead, from EM's 3 starts or the gradient
-	// trainer's up to 5 (fixed: -1).
 	for _, c := range []struct {
 		name                           string
-		set                            func(*symbolicOptions)
+		preset                         string
+		sets                           []string
+		clonesFor                      string
 		doublings, restarts, growRound int
 	}{
-		{"defaults", func(o *symbolicOptions) {}, 16, 1, 0},
-		{"--restarts 1", func(o *symbolicOptions) { o.restarts = 1 }, 16, 1, 0},
-		{"--doublings 0", func(o *symbolicOptions) { o.doublings = 0 }, 0, -1, 3},
-		{"--clones 5", func(o *symbolicOptions) { o.clones = 5 }, 0, -1, 0},
-		{"--clones-for 0=3", func(o *symbolicOptions) { o.clonesPerToken = "0=3" }, 0, -1, 0},
-		{"--grow 2", func(o *symbolicOptions) { o.grow = 2 }, 0, -1, 2},
-		{"--restarts 4", func(o *symbolicOptions) { o.restarts = 4 }, 0, 4, 3},
+		{"defaults", "", nil, "", 16, 1, 0},
+		{"restarts=1", "", []string{"restarts=1"}, "", 16, 1, 0},
+		{"split_rounds=0", "", []string{"split_rounds=0"}, "", 0, -1, 3},
+		{"--preset fixed-budget", "fixed-budget", nil, "", 0, -1, 3},
+		{"clones_per_class=5", "", []string{"clones_per_class=5"}, "", 0, -1, 0},
+		{"--clones-for 0=3", "", nil, "0=3", 0, -1, 0},
+		{"budget_doublings=2", "", []string{"budget_doublings=2"}, "", 0, -1, 2},
+		{"restarts=4", "", []string{"restarts=4"}, "", 0, 4, 3},
 	} {
 		for _, tr := range []string{"em", "gradient"} {
-			o := symbolicDefaults("aliased", tr)
-			c.set(&o)
+			o := symbolicDefaults("aliased", tr).with(c.sets...)
+			o.preset, o.clonesPerToken = c.preset, c.clonesFor
 			want := c.restarts
 			if want < 0 {
 				want = map[string]int{"em": 3, "gradient": 5}[tr]
@@ -502,31 +503,18 @@ func TestSymbolicDoublings(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []struct{ args []string }{
-		{[]string{"--trainer", "em", "--restarts", "3"}},
-		{[]string{"--trainer", "em", "--clones", "5"}},
-		{[]string{"--trainer", "em", "--grow", "2"}},
-	} {
-		args := append([]string{"symbolic", "--env", "aliased", "--doublings", "3"}, c.args...)
-		code, _, errOut := run(t, args...)
-		if code == 0 {
-			t.Fatalf("%v accepted", args)
-		}
-		oneCleanError(t, errOut, "--doublings 3:")
-	}
-	o = symbolicDefaults("aliased", "gradient")
-	o.tol = 1e-5
+	o = symbolicDefaults("aliased", "gradient").with("tol=1e-5")
 	if s, _, err := symbolicConfig(o); err != nil || s.Tol != 1e-5 {
-		t.Errorf("--tol 1e-5: Tol %g, err %v", s.Tol, err)
+		t.Errorf("tol=1e-5: Tol %g, err %v", s.Tol, err)
 	}
-	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--tol", "2"); code == 0 {
-		t.Error("--tol 2 accepted")
-	} else {
-		oneCleanError(t, errOut, "--tol")
+	for _, c := range []struct{ args, want string }{
+		{"tol=2", "--set tol=2: need a number in [0, 1]"},
+		{"split_rounds=17", "--set split_rounds=17: need an integer in [0, 16]"},
+	} {
+		code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--set", c.args)
+		if code == 0 {
+			t.Fatalf("%s accepted", c.args)
+		}
+		oneCleanError(t, errOut, c.want)
 	}
-	code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--doublings", "17")
-	if code == 0 {
-		t.Fatal("--doublings 17 accepted")
-	}
-	oneCleanError(t, errOut, "--doublings 17: must be")
 }

@@ -84,7 +84,7 @@ func planFlags(o *planOptions) *flag.FlagSet {
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "bfs: smallest transition probability used as an edge")
 	fs.Float64Var(&o.minProb, "min-prob", o.minProb, "maxproduct: smallest acceptable path probability")
 	fs.StringVar(&o.obs, "obs", "", "emissions of the filter: hard (tokens, with misreading rate --noise) or soft (the encoder's log ρ; image runs only)")
-	fs.Func("noise", "hard emissions' misreading model: a token misreading rate ε in [0, 1); auto: the ε that gives an unlabelled 2,000-step walk the highest likelihood; learn: a token confusion matrix fitted to that walk by EM; map: the confusion matrix the map was trained through (a run finalised by --final-trainer em) (default: map for such a run, learn for other runs, 0 for --model)", func(v string) error {
+	fs.Func("noise", "hard emissions' misreading: a rate in [0, 1), auto (fitted rate), learn (confusion fitted by EM) or map (an EM map's; default there, else learn)", func(v string) error {
 		if v == "auto" || v == "learn" || v == "map" {
 			o.noiseModel = v
 			return nil
@@ -98,7 +98,7 @@ func planFlags(o *planOptions) *flag.FlagSet {
 	})
 	fs.StringVar(&o.prior, "prior", o.prior, "belief before the first observation: stationary, uniform or pi")
 	fs.Float64Var(&o.goalMass, "goal-mass", o.goalMass, "belief a demonstration must put on one model place for an unambiguous goal")
-	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place; below it, first take the actions that tell the goal from its rival")
+	fs.Float64Var(&o.arriveMass, "arrive-mass", o.arriveMass, "mpc: stop only when the belief holds this much on the goal place, else first tell the goal from its rival")
 	fs.StringVar(&o.figure, "figure", "", fmt.Sprintf("draw the first %d trials of the last mode (beliefs, walk, goal) to this PNG; needs --run", planFigureTrials))
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	return fs

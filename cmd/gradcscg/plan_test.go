@@ -57,8 +57,8 @@ func TestPlanBadArguments(t *testing.T) {
 func TestPlanSymbolicModel(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "aliased.chmm")
-	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--episodes", "2", "--steps", "3000",
-		"--restarts", "1", "--quiet", "--save", model); code != 0 {
+	if code, _, errOut := run(t, "symbolic", "--env", "aliased", "--trainer", "em", "--set", "episodes=2", "--set", "steps=3000",
+		"--set", "restarts=1", "--quiet", "--save", model); code != 0 {
 		t.Fatalf("training failed (%d): %s", code, errOut)
 	}
 	out := filepath.Join(dir, "plan.json")

@@ -19,21 +19,21 @@ func init() {
 
 func runReproduce(args []string) error {
 	fset := newFlagSet("reproduce", "[--suite symbolic|cscg|bigger|images|ablation|plan|stress] [--seeds 3] [--out results] [--force]")
-	suite := fset.String("suite", "symbolic", "which suite: symbolic (7 environments), cscg (the original CSCG demos), bigger (big_room, tiled, four_rooms: 100-365 places), images (the 4 image benchmarks from pixels: Tables 3, 4), ablation (joint-phase variants on aliased and two_rooms), plan (closed-loop planning with the images suite's maps: plan.md) or stress (the 4 image benchmarks, conv and mlp on MNIST seeds 1-5, conv on Fashion-MNIST seeds 1-3: stress.md)")
+	suite := fset.String("suite", "symbolic", "symbolic (7 environments), cscg (original CSCG demos), bigger (100-365 places), images (Tables 3, 4), ablation, plan or stress")
 	dataset := fset.String("dataset", "mnist", "images and plan suites: mnist or fashion")
 	arch := fset.String("arch", "conv", "images and plan suites: VQ-VAE architecture, conv (the reference) or mlp (fast); plan suite also all (both)")
 	runs := fset.String("runs", "runs", "images and plan suites: where the run directories live")
 	pairs := fset.Int("pairs", 200, "plan suite: random (start, goal) pairs per run")
-	variantFlag := fset.String("variant", "default", "plan suite: default, or a way of planning to compare: uniform-noise (--noise auto), soft (--obs soft), no-look (MPC stops on any majority), previous (both of uniform-noise and no-look)")
-	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer (stress suite: caps each configuration's seeds, which are 5 or 3 unless given)")
+	variantFlag := fset.String("variant", "default", "plan suite: default, uniform-noise (--noise auto), soft (--obs soft), no-look (MPC stops on any majority) or previous (both)")
+	seeds := fset.Int("seeds", 3, "seeds 1..n per environment and trainer (stress suite: caps each configuration's own 5 or 3)")
 	trainers := fset.String("trainers", "gradient,em", "comma-separated trainers")
 	envsFlag := fset.String("envs", "", "comma-separated subset of the suite's environments")
 	out := fset.String("out", "results", "output directory: one JSON report per run and <suite>.md")
 	force := fset.Bool("force", false, "re-run runs whose report already exists")
 	quiet := fset.Bool("quiet", false, "no per-run progress output")
 	collect := fset.Bool("collect", false, "train nothing: tabulate the reports that exist")
-	steps := fset.Int("steps", 0, "symbolic suites: steps of every training walk and of the held-out walk (0: each environment's reference data size); reports end in _steps<N>, the table is <suite>_steps<N>.md")
-	restarts := fset.Int("restarts", 0, "symbolic suites: train the environment's reference budget from this many starts, EM keeping the best training likelihood, the gradient trainer stopping at the first that fits (0: grow each map's budget by splitting from one clone per token, one start)")
+	steps := fset.Int("steps", 0, "symbolic suites: steps of every walk (0: each environment's own); reports and table named with _steps<N>")
+	restarts := fset.Int("restarts", 0, "symbolic suites: train the reference budget from this many starts (0: grow each budget by splitting, one start)")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}

@@ -29,15 +29,30 @@ func TestTrainBadInput(t *testing.T) {
 	}{
 		{[]string{"--env", "nowhere"}, "nowhere"},
 		{[]string{"--layout", bad}, "bad.txt:2"},
-		{[]string{"--dataset", "cifar"}, "dataset"},
+		{[]string{"--dataset", "cifar"}, "--dataset: dataset=cifar: need mnist or fashion"},
 		{[]string{"--size", "huge"}, "--size"},
-		{[]string{"--decode", "fuzzy"}, "decode"},
-		{[]string{"--final-trainer", "adam"}, `final_trainer="adam" (want "gradient" or "em")`},
-		{[]string{"--final-doublings", "17"}, "--final-doublings 17: must be an integer in [0, 16]"},
-		{[]string{"--final-iters", "0"}, "--final-iters 0: must be an integer in [1, 1000000]"},
-		{[]string{"--config", cfgPath}, "config.json"},
+		{[]string{"--preset", "best"}, `preset "best": want one of frozen, no-collapse-response`},
+		{[]string{"--set", "eval.decode=fuzzy"}, "--set: eval.decode=fuzzy: need soft or hard"},
+		{[]string{"--set", "final.trainer=adam"}, "--set: final.trainer=adam: need gradient or em"},
+		{[]string{"--set", "final.split_rounds=17"}, "--set: final.split_rounds=17: need an integer in [0, 16]"},
+		{[]string{"--set", "joint.iters=1000000000000"}, "--set: joint.iters=1000000000000: need an integer in [0, 1000000]"},
+		{[]string{"--set", "warmup.epochs=4611686018427387904"}, "--set: warmup.epochs=4611686018427387904: need an integer in [0, 1000]"},
+		{[]string{"--set", "joint.jitter=NaN"}, "--set: joint.jitter=NaN: need an integer in [0, 27]"},
+		{[]string{"--set", "joint.alpha_div=Inf"}, "--set: joint.alpha_div=Inf: need a number in [0, 100]"},
+		{[]string{"--set", "joint.iter=5"}, "--set: joint.iter: no such setting (did you mean joint.iters"},
+		{[]string{"--set", "iters"}, `--set: "iters": want key=value`},
+		{[]string{"--set", "env=tiled"}, "--set: env: not a setting (it has a flag of its own)"},
+		{[]string{"--set", "final.trainer=em", "--set", "final.iters=0"}, "--set: final.iters=0: need at least 1 with final.trainer=em"},
+		{[]string{"--set", "joint.chunk_len=20000"}, "--set: joint.chunk_len=20000: need at most data.steps = 10000"},
+		{[]string{"--config", cfgPath}, "config.json: line 3"},
 		{[]string{"--config", filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{"--reevaluate", "--run", filepath.Join(dir, "norun")}, "norun"},
+		// Flags that cannot apply are refused, not dropped.
+		{[]string{"--config", cfgPath, "--env", "tiled"}, "--env with --config: the file names its environment"},
+		{[]string{"--config", cfgPath, "--layout", bad}, "--layout with --config: the file names its environment"},
+		{[]string{"--env", "tiled", "--layout", bad}, "--env with --layout: give one environment"},
+		{[]string{"--reevaluate", "--run", dir, "--seed", "2"}, "--seed with --reevaluate: the run is re-scored with its own settings"},
+		{[]string{"--reevaluate", "--run", dir, "--set", "joint.iters=5"}, "--set with --reevaluate"},
 	} {
 		code, _, errOut := run(t, append([]string{"train", "--quiet"}, c.args...)...)
 		if code != 1 {
@@ -47,78 +62,109 @@ func TestTrainBadInput(t *testing.T) {
 	}
 }
 
-// TestTrainConfigFlags: flags override the defaults, and the default run directory
-// names the ablations and the joint iterations (--joint-iters 5).
+// trainConfig is the configuration "gradcscg train ARGS" would train.
+func trainConfig(t *testing.T, args ...string) (pipeline.Config, []experiment.Origin, error) {
+	t.Helper()
+	var o trainOptions
+	o.fs = trainFlags(&o)
+	if err := o.fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o.pipelineConfig()
+}
+
+// TestTrainConfigFlags: the layers env → preset → size → --arch → --config → --set,
+// the run directory names they give, and where each printed setting came from.
 func TestTrainConfigFlags(t *testing.T) {
-	o := trainOptions{env: "two_rooms", dataset: "fashion", seed: 7, size: "ci", jointIters: 5, alphaDiv: 0,
-		decode: "hard", freeze: true, noLengthNorm: true, tau: -1, lambda: -1, collapseFrac: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, finalChunkAbove: -1,
-		gradFrames: -1, collapseLevel: -1}
-	o.set = newFlagSet("train", "")
-	cfg, err := o.pipelineConfig()
+	cfg, origins, err := trainConfig(t, "--env", "two_rooms", "--dataset", "fashion", "--seed", "7", "--size", "ci",
+		"--set", "joint.iters=5", "--set", "joint.alpha_div=0", "--set", "eval.decode=hard", "--preset", "frozen",
+		"--set", "joint.no_length_norm=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ci := pipeline.CISized(mustDefault(t, "two_rooms"))
-	if cfg.Dataset != "fashion" || cfg.Seed != 7 || cfg.JointIters != 5 || cfg.AlphaDiv != 0 || cfg.Decode != "hard" ||
-		!cfg.FreezeVQVAE || !cfg.NoLengthNorm || cfg.Steps != ci.Steps || cfg.Episodes != ci.Episodes {
+	if cfg.Dataset != "fashion" || cfg.Seed != 7 || cfg.Joint.Iters != 5 || cfg.Joint.AlphaDiv != 0 || cfg.Eval.Decode != "hard" ||
+		!cfg.Joint.FreezeVQVAE || !cfg.Joint.NoLengthNorm || cfg.Data.Steps != ci.Data.Steps || cfg.Data.Episodes != ci.Data.Episodes || cfg.Preset != "frozen" {
 		t.Errorf("config %+v", cfg)
 	}
-	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_frozen_nolennorm_nodiv_joint5"; got != want {
+	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_frozen_nolennorm_nodiv_joint5_eval.decodehard"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
-	// The paper's τ and α_div (the ablation suite's last variant) get their own directory.
-	cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.VQVAE.Tau, cfg.AlphaDiv = false, false, 1, 0.1
-	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_joint5"; got != want {
-		t.Errorf("runName = %q, want %q", got, want)
+	want := map[string]string{"dataset": "fashion (--dataset)", "seed": "7 (--seed)", "joint.freeze_vqvae": "true (preset frozen)",
+		"data.steps": "5000 (size ci)", "vqvae.arch": "mlp (size ci)", "joint.iters": "5 (--set)", "eval.decode": "hard (--set)"}
+	got := map[string]string{}
+	for _, o := range origins {
+		got[o.Key] = o.Value + " (" + o.Source + ")"
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("origin of %s: %q, want %q", k, got[k], w)
+		}
+	}
+	if _, ok := got["joint.lambda"]; ok {
+		t.Errorf("a default setting printed: %v", got)
+	}
+	// The paper's τ and α_div (the ablation suite's variant) get their own directory.
+	cfg, _, err = trainConfig(t, "--env", "two_rooms", "--dataset", "fashion", "--seed", "7", "--size", "ci", "--preset", "paper-joint",
+		"--set", "joint.iters=5")
+	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_joint5"; err != nil || got != want {
+		t.Errorf("runName = %q, want %q (%v)", got, want, err)
 	}
 	// The MLP's default is every frame with gradients; a subset and no collapse
 	// response name themselves.
-	if cfg.GradFrames != 0 {
-		t.Errorf("MLP GradFrames = %d, want 0 (every frame)", cfg.GradFrames)
+	if cfg.Joint.GradFrames != 0 {
+		t.Errorf("MLP GradFrames = %d, want 0 (every frame)", cfg.Joint.GradFrames)
 	}
-	cfg.GradFrames, cfg.CollapseLevel = 256, 0
+	cfg.Joint.GradFrames, cfg.Joint.CollapseLevel = 256, 0
 	if got, want := experiment.RunName(cfg), "two_rooms_fashion_seed7_mlp_ci_div0.1_tau1_grad256_cl0_joint5"; got != want {
 		t.Errorf("runName = %q, want %q", got, want)
 	}
-	// --arch sets the architecture's defaults before the flags that override them.
-	o = trainOptions{env: "aliased", dataset: "mnist", seed: 1, size: "full", arch: "mlp", tau: -1, lambda: -1, collapseFrac: -1,
-		alphaDiv: -1, alphaDivEnd: -1, jitter: -1, finalPrune: -1, finalGrow: -1, finalIters: -1, finalChunkAbove: -1, gradFrames: -1, collapseLevel: -1, jointIters: -1}
-	o.set = newFlagSet("train", "")
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp" {
-		t.Errorf("--arch mlp: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
-	}
-	o.gradFrames, o.arch = 128, "conv"
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.GradFrames != 128 || experiment.RunName(cfg) != "aliased_mnist_seed1_grad128" {
-		t.Errorf("--arch conv --grad-frames 128: grad_frames %d, name %q, err %v", cfg.GradFrames, experiment.RunName(cfg), err)
-	}
-	// --size smoke: seconds, named for its size.
-	o.gradFrames, o.arch, o.size = -1, "", "smoke"
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.Steps != 600 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_smoke" {
-		t.Errorf("--size smoke: steps %d, name %q, err %v", cfg.Steps, experiment.RunName(cfg), err)
-	}
-	// --final-trainer and --final-iters: the trainer's default iterations unless given,
-	// and a run name that says so; naming the default trainer keeps the size's own.
-	o.size, o.finalTrainer, o.finalDoublings = "ci", "em", -1
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != pipeline.FinalEMIters || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_finalem" {
-		t.Errorf("--final-trainer em: final_iters %d, name %q, err %v", cfg.FinalIters, experiment.RunName(cfg), err)
-	}
-	o.finalIters = 300
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != 300 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_finalem_iters300" {
-		t.Errorf("--final-trainer em --final-iters 300: final_iters %d, name %q, err %v", cfg.FinalIters, experiment.RunName(cfg), err)
-	}
-	o.finalTrainer, o.finalIters = "gradient", -1
-	ci = pipeline.CISized(mustDefault(t, "aliased"))
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalIters != ci.FinalIters || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci" {
-		t.Errorf("--size ci --final-trainer gradient: final_iters %d (want %d), name %q, err %v", cfg.FinalIters, ci.FinalIters, experiment.RunName(cfg), err)
-	}
-	// --final-chunk-above: the default reads chunks past chmm.DefaultChunkAbove; another
-	// bound names the run.
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalChunkAbove != chmm.DefaultChunkAbove {
-		t.Errorf("default final_chunk_above %g, err %v", cfg.FinalChunkAbove, err)
-	}
-	o.finalChunkAbove = 0
-	if cfg, err := o.pipelineConfig(); err != nil || cfg.FinalChunkAbove != 0 || experiment.RunName(cfg) != "aliased_mnist_seed1_mlp_ci_chunkabove0" {
-		t.Errorf("--final-chunk-above 0: final_chunk_above %g, name %q, err %v", cfg.FinalChunkAbove, experiment.RunName(cfg), err)
+	for _, c := range []struct {
+		args []string
+		want string
+		ok   func(pipeline.Config) bool
+	}{
+		// --arch sets the architecture's defaults; a setting after it overrides them.
+		{[]string{"--arch", "mlp"}, "aliased_mnist_seed1_mlp", func(c pipeline.Config) bool { return c.Joint.GradFrames == 0 }},
+		{[]string{"--arch", "conv", "--set", "joint.grad_frames=128"}, "aliased_mnist_seed1_grad128", func(c pipeline.Config) bool { return c.Joint.GradFrames == 128 }},
+		// A given architecture outlives the CI size's MLP (named against the CI size's).
+		{[]string{"--arch", "conv", "--size", "ci"}, "aliased_mnist_seed1_ci_divend0.03_grad256_cl0.15", func(c pipeline.Config) bool {
+			return c.Joint.GradFrames == 256 && c.Joint.CollapseLevel == 0.15 && c.Data.Steps == 5000
+		}},
+		// --size smoke: seconds, named for its size.
+		{[]string{"--size", "smoke"}, "aliased_mnist_seed1_mlp_smoke", func(c pipeline.Config) bool { return c.Data.Steps == 600 }},
+		// final.trainer brings its iterations unless given after it; naming the
+		// default trainer keeps the size's own.
+		{[]string{"--size", "ci", "--set", "final.trainer=em"}, "aliased_mnist_seed1_mlp_ci_finalem", func(c pipeline.Config) bool {
+			return c.Final.Iters == pipeline.FinalEMIters
+		}},
+		{[]string{"--size", "ci", "--set", "final.trainer=em", "--set", "final.iters=300"}, "aliased_mnist_seed1_mlp_ci_finalem_iters300",
+			func(c pipeline.Config) bool { return c.Final.Iters == 300 }},
+		{[]string{"--size", "ci", "--set", "final.trainer=gradient"}, "aliased_mnist_seed1_mlp_ci", func(c pipeline.Config) bool { return c.Final.Iters == 500 }},
+		{[]string{"--size", "ci", "--set", "final.chunk_above=0"}, "aliased_mnist_seed1_mlp_ci_chunkabove0", func(c pipeline.Config) bool {
+			return c.Final.ChunkAbove == 0
+		}},
+		{[]string{"--size", "ci"}, "aliased_mnist_seed1_mlp_ci", func(c pipeline.Config) bool { return c.Final.ChunkAbove == chmm.DefaultChunkAbove }},
+		// data.steps takes the held-out episode and the chunk length along.
+		{[]string{"--set", "data.steps=100"}, "aliased_mnist_seed1_data.steps100_joint.chunk_len100_eval.steps100", func(c pipeline.Config) bool {
+			return c.Eval.Steps == 100 && c.Joint.ChunkLen == 100
+		}},
+		// The environments that need them bring their settings; a run name says them.
+		{[]string{"--env", "big_room"}, "big_room_mnist_seed1_scaled_finalem_codes40_merge30_mergetokens100", func(c pipeline.Config) bool {
+			return c.VQVAE.K == 40 && c.Warmup.MergeCodes == 30 && c.Joint.ScaledEmissions && c.Final.MergeTokens == 100 && c.Final.Trainer == "em"
+		}},
+		{[]string{"--env", "tiled"}, "tiled_mnist_seed1_scaled_finalem_mergetokens100", func(c pipeline.Config) bool {
+			return c.Joint.ScaledEmissions && c.Final.MergeTokens == 100 && c.Final.Trainer == "em"
+		}},
+		// The paper's preset: the named parts, then the preset for the others.
+		{[]string{"--preset", "paper"}, "aliased_mnist_seed1_div0.1_divend0_tau1_jitter0_prune0_grow0_grad0_joint2000_paper", func(c pipeline.Config) bool {
+			return c.Final.LR == 0.01 && c.Final.Budget == "joint" && c.Eval.Decode == "hard"
+		}},
+	} {
+		cfg, _, err := trainConfig(t, c.args...)
+		if err != nil || experiment.RunName(cfg) != c.want || !c.ok(cfg) {
+			t.Errorf("%v: name %q (want %q), err %v, config %+v", c.args, experiment.RunName(cfg), c.want, err, cfg)
+		}
 	}
 }
 
@@ -140,7 +186,7 @@ func TestTrainFrom(t *testing.T) {
 	if code, _, errOut := run(t, "train", "--quiet", "--size", "smoke", "--run", src); code != 0 {
 		t.Fatalf("source run: exit %d: %s", code, errOut)
 	}
-	args := []string{"train", "--quiet", "--from", src, "--run", dst, "--final-trainer", "em", "--final-iters", "20", "--final-doublings", "2"}
+	args := []string{"train", "--quiet", "--from", src, "--run", dst, "--set", "final.trainer=em", "--set", "final.iters=20", "--set", "final.split_rounds=2"}
 	for range 2 {
 		code, out, errOut := run(t, args...)
 		if code != 0 || !strings.Contains(out, "taken over from") || !strings.Contains(out, "confusion matrix") {
@@ -152,9 +198,12 @@ func TestTrainFrom(t *testing.T) {
 		want string
 	}{
 		{[]string{"--from", src}, "--from " + src + ": needs --run NEW_DIR"},
-		{[]string{"--from", src, "--run", dst, "--config", filepath.Join(src, "config.json")}, "neither --config"},
+		{[]string{"--from", src, "--run", dst, "--config", filepath.Join(src, "config.json")}, "--config with --from: the run's settings are its source's"},
+		{[]string{"--from", src, "--run", dst, "--env", "tiled"}, "--env with --from"},
+		{[]string{"--from", src, "--run", dst, "--layout", "x.txt"}, "--layout with --from"},
 		{[]string{"--from", filepath.Join(dir, "nothing"), "--run", dst}, "no run there"},
-		{[]string{"--from", src, "--run", filepath.Join(dir, "dst2"), "--seed", "2"}, "seed: 1 in the run, 2 now"},
+		{[]string{"--from", src, "--run", filepath.Join(dir, "dst2"), "--seed", "2"}, "--seed with --from"},
+		{[]string{"--from", src, "--run", filepath.Join(dir, "dst2"), "--set", "joint.jitter=0"}, "joint.jitter: 2 in the run, 0 now"},
 		{[]string{"--from", dst, "--run", src}, "already holds a run not branched from"},
 	} {
 		code, _, errOut := run(t, append([]string{"train", "--quiet"}, c.args...)...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/settings"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -19,18 +20,23 @@ func init() {
 // suiteCurve is --suite's default --curve.
 const suiteCurve = 100
 
-// vqFlags names the flag of each experiment.VQStudy field (and the suite's Seeds).
+// vqFlags names the setting or flag of each experiment.VQStudy field (and the suite's
+// Seeds).
 var vqFlags = map[string]string{
-	"K": "--k", "Steps": "--steps", "Batch": "--batch", "LR": "--lr", "Episodes": "--episodes",
-	"EpisodeLen": "--episode-len", "EvalLen": "--eval-len", "Curve": "--curve",
-	"CheckpointEvery": "--checkpoint-every", "Seeds": "--seeds",
+	"K": "--set k", "Steps": "--set steps", "Batch": "--set batch", "LR": "--set lr", "Episodes": "--set episodes",
+	"EpisodeLen": "--set episode_len", "EvalLen": "--set eval_len", "Curve": "--set curve",
+	"CheckpointEvery": "--set checkpoint_every", "Seeds": "--seeds",
 }
 
-// flagNamed renames a library FieldError's field to its flag.
+// flagNamed renames a library FieldError's field to its flag, or to its setting
+// ("--set k=0: …").
 func flagNamed(err error, flags map[string]string) error {
 	var fe *experiment.FieldError
 	if errors.As(err, &fe) {
 		if f, ok := flags[fe.Field]; ok {
+			if strings.HasPrefix(f, "--set ") {
+				return fmt.Errorf("%s=%v: %s", f, fe.Value, fe.Need)
+			}
 			fe.Field = f
 		}
 	}
@@ -38,32 +44,23 @@ func flagNamed(err error, flags map[string]string) error {
 }
 
 func runVQVAE(args []string) error {
-	var s experiment.VQStudy
 	var env, layout string
 	var jsonPath string
 	var quiet, suite bool
 	var envs, datasets string
 	var seeds int
-	fs := newFlagSet("vqvae", "--env NAME | --layout FILE [--dataset mnist|fashion] [--k K] [flags]\n"+
+	var sets setFlag
+	var s experiment.VQStudy
+	fs := newFlagSet("vqvae", "--env NAME | --layout FILE [--dataset mnist|fashion] [--set key=value]... [flags]\n"+
 		"       gradcscg vqvae --suite [--envs aliased,two_rooms] [--datasets mnist,fashion] [--seeds 3] [--out results]")
 	fs.StringVar(&env, "env", "aliased", "built-in environment (see 'gradcscg envs')")
 	fs.StringVar(&layout, "layout", "", "custom layout file (overrides --env)")
 	fs.StringVar(&s.Dataset, "dataset", "mnist", "image data set: mnist, fashion, or a directory of IDX files")
-	fs.IntVar(&s.K, "k", 0, "codebook size K (0: the number of classes the environment shows)")
 	fs.Uint64Var(&s.Seed, "seed", 1, "random seed (walks, images, initialisation, batches)")
-	fs.IntVar(&s.Steps, "steps", experiment.DefaultVQSteps, "warm-up steps in total (a resumed run continues up to this count)")
-	fs.IntVar(&s.Batch, "batch", 128, "minibatch size")
-	fs.Float64Var(&s.LR, "lr", vqvae.DefaultLearningRate, "Adam learning rate")
-	fs.IntVar(&s.Episodes, "episodes", 0, "training episodes (0: the environment's reference count)")
-	fs.IntVar(&s.EpisodeLen, "episode-len", 0, "steps per training episode (0: the environment's reference length)")
-	fs.IntVar(&s.EvalLen, "eval-len", 0, "steps of the held-out episode (0: same as --episode-len)")
+	fs.Var(&sets, "set", "one setting key=value, repeatable ('--set help' lists every key with its default and range)")
 	fs.StringVar(&s.Dir, "out", "", "run directory: model, reconstructions PNG, report JSON "+
 		"(default runs/vqvae/ENV_DATASET_kK_seedS; with --suite the results root, default results)")
 	fs.StringVar(&jsonPath, "json", "", "also write the report JSON to this path")
-	fs.BoolVar(&s.Classify, "classify", false, "add the reference's supervised classification head (weight 0.1) to the warm-up")
-	fs.IntVar(&s.Curve, "curve", 0, fmt.Sprintf("every N steps, score held-out tokens (first %d frames) and record a learning curve "+
-		"(0: off; --suite: default %d)", experiment.VQCurveFrames, suiteCurve))
-	fs.IntVar(&s.CheckpointEvery, "checkpoint-every", 100, "save the checkpoint every N steps")
 	fs.BoolVar(&quiet, "quiet", false, "no progress output")
 	fs.BoolVar(&suite, "suite", false, "run (or collect) the quality grid --envs × --datasets × seeds 1..--seeds and write OUT/vqvae.md")
 	fs.StringVar(&envs, "envs", "aliased,two_rooms", "--suite: comma-separated environments")
@@ -72,17 +69,33 @@ func runVQVAE(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	d := experiment.DefaultVQStudy(nil)
+	s.Steps, s.Batch, s.LR, s.CheckpointEvery = d.Steps, d.Batch, d.LR, d.CheckpointEvery
+	if sets.help() {
+		fmt.Fprintf(stdout, "settings (--set key=value; here the defaults):\n%s", settings.Help(settings.Rows(experiment.VQStudyKeys(), &s)))
+		return nil
+	}
+	curveSet := false
+	for _, kv := range sets {
+		if err := s.Set(kv); err != nil {
+			return fmt.Errorf("--set %w", err)
+		}
+		curveSet = curveSet || strings.HasPrefix(strings.TrimSpace(kv), "curve=")
+	}
 	log := stderr
 	if quiet {
 		log = nil
 	}
 	if suite {
 		// The command line as the table's caption quotes it: --suite, then the flags set.
-		cmdLine, curveSet := "gradcscg vqvae --suite", false
+		cmdLine := "gradcscg vqvae --suite"
 		fs.Visit(func(f *flag.Flag) {
-			curveSet = curveSet || f.Name == "curve"
 			switch {
 			case f.Name == "quiet" || f.Name == "suite":
+			case f.Name == "set":
+				for _, kv := range sets {
+					cmdLine += " --set " + kv
+				}
 			case f.Value.String() == "true":
 				cmdLine += " --" + f.Name
 			default:

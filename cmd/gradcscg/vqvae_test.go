@@ -16,7 +16,7 @@ import (
 
 // tinyVQ are the flags of a run small enough for tests: 4 steps of batch 16 on one
 // 96-step aliased episode, scored on a 60-step held-out episode.
-var tinyVQ = []string{"--env", "aliased", "--batch", "16", "--episodes", "1", "--episode-len", "96", "--eval-len", "60", "--quiet"}
+var tinyVQ = []string{"--env", "aliased", "--set", "batch=16", "--set", "episodes=1", "--set", "episode_len=96", "--set", "eval_len=60", "--quiet"}
 
 func vqArgs(extra ...string) []string {
 	return append(append([]string{"vqvae"}, tinyVQ...), extra...)
@@ -49,7 +49,7 @@ func TestVQVAERun(t *testing.T) {
 	dir := t.TempDir()
 	run4 := filepath.Join(dir, "a")
 	jsonPath := filepath.Join(dir, "copy.json")
-	code, out, errOut := run(t, vqArgs("--steps", "4", "--out", run4, "--json", jsonPath)...)
+	code, out, errOut := run(t, vqArgs("--set", "steps=4", "--out", run4, "--json", jsonPath)...)
 	if code != 0 {
 		t.Fatalf("tiny run failed (%d): %s", code, errOut)
 	}
@@ -97,13 +97,13 @@ func TestVQVAERun(t *testing.T) {
 	}
 
 	// Resume to 6 steps; the result equals an uninterrupted 6-step run.
-	code, _, errOut = run(t, append(vqArgs("--steps", "6", "--out", run4), "--quiet=false")...)
+	code, _, errOut = run(t, append(vqArgs("--set", "steps=6", "--out", run4), "--quiet=false")...)
 	if code != 0 || !strings.Contains(errOut, "resuming the warm-up at step 4 of 6") {
 		t.Fatalf("resume: exit %d, stderr:\n%s", code, errOut)
 	}
 	resumed := readReport(t, filepath.Join(run4, experiment.VQReportFile))
 	run6 := filepath.Join(dir, "b")
-	if code, _, errOut := run(t, vqArgs("--steps", "6", "--out", run6)...); code != 0 {
+	if code, _, errOut := run(t, vqArgs("--set", "steps=6", "--out", run6)...); code != 0 {
 		t.Fatalf("6-step run failed: %s", errOut)
 	}
 	straight := readReport(t, filepath.Join(run6, experiment.VQReportFile))
@@ -113,7 +113,7 @@ func TestVQVAERun(t *testing.T) {
 	}
 
 	// A finished model is loaded, not retrained.
-	code, _, errOut = run(t, append(vqArgs("--steps", "6", "--out", run4), "--quiet=false")...)
+	code, _, errOut = run(t, append(vqArgs("--set", "steps=6", "--out", run4), "--quiet=false")...)
 	if code != 0 || !strings.Contains(errOut, "loaded the finished model") || strings.Contains(errOut, "warm-up") {
 		t.Errorf("reload: exit %d, stderr:\n%s", code, errOut)
 	}
@@ -122,7 +122,7 @@ func TestVQVAERun(t *testing.T) {
 	}
 
 	// Another run's checkpoint is refused.
-	code, _, errOut = run(t, vqArgs("--steps", "6", "--seed", "2", "--out", run4)...)
+	code, _, errOut = run(t, vqArgs("--set", "steps=6", "--seed", "2", "--out", run4)...)
 	if code != 1 {
 		t.Errorf("foreign checkpoint: exit %d, want 1", code)
 	}
@@ -138,7 +138,7 @@ func TestVQVAERun(t *testing.T) {
 	if err := os.WriteFile(model, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = run(t, vqArgs("--steps", "6", "--out", run6)...)
+	code, _, errOut = run(t, vqArgs("--set", "steps=6", "--out", run6)...)
 	if code != 1 {
 		t.Errorf("corrupt checkpoint: exit %d, want 1", code)
 	}
@@ -149,7 +149,7 @@ func TestVQVAERun(t *testing.T) {
 // training.
 func TestVQVAESuite(t *testing.T) {
 	dir := t.TempDir()
-	args := vqArgs("--suite", "--envs", "aliased", "--datasets", "mnist", "--seeds", "2", "--steps", "2", "--curve", "1", "--out", dir)
+	args := vqArgs("--suite", "--envs", "aliased", "--datasets", "mnist", "--seeds", "2", "--set", "steps=2", "--set", "curve=1", "--out", dir)
 	code, out, errOut := run(t, args...)
 	if code != 0 {
 		t.Fatalf("suite failed (%d): %s", code, errOut)
@@ -205,12 +205,12 @@ func TestVQVAEBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown dataset", []string{"--dataset", "nosuch"}, "", `dataset "nosuch"`},
-		{"unknown env", []string{"--env", "nowhere", "--k", "0"}, "", `unknown environment "nowhere"`},
-		{"class outside the dataset", []string{"--layout", twelve, "--k", "0"}, "", twelve + ":3:"},
-		{"one class and --k 0", []string{"--layout", single, "--k", "0"}, "", "--k 0: environment single shows 1 class"},
-		{"k = 1", []string{"--k", "1"}, "", "--k 1"},
-		{"no steps", []string{"--steps", "0"}, "", "--steps 0"},
-		{"fewer frames than a batch", []string{"--batch", "500"}, "", "--batch 500: the 96 training frames (episodes × steps: 1 × 96) are fewer than one batch"},
+		{"unknown env", []string{"--env", "nowhere", "--set", "k=0"}, "", `unknown environment "nowhere"`},
+		{"class outside the dataset", []string{"--layout", twelve, "--set", "k=0"}, "", twelve + ":3:"},
+		{"one class and k=0", []string{"--layout", single, "--set", "k=0"}, "", "--set k=0: environment single shows 1 class"},
+		{"k = 1", []string{"--set", "k=1"}, "", "--set k=1: need 0"},
+		{"no steps", []string{"--set", "steps=0"}, "", "--set steps=0: need an integer in [1, 100000000]"},
+		{"fewer frames than a batch", []string{"--set", "batch=500"}, "", "--set batch=500: the 96 training frames (episodes × steps: 1 × 96) are fewer than one batch"},
 		{"unknown backend", []string{}, "nosuch", `backend "nosuch" is not compiled into this binary`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

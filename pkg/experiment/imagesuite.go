@@ -253,29 +253,35 @@ func interventions(rs []*evaluate.Report) string {
 	return strconv.Itoa(n)
 }
 
-// Ablations are the joint-phase variants of the ablation suite: a name and the change
-// it makes to a run's defaults.
+// Ablations are the joint-phase variants of the ablation suite: the name of its table
+// row and the preset (pipeline.Presets) it lays over a run's defaults ("" none).
 var Ablations = []struct {
-	Name  string
-	Apply func(*pipeline.Config)
+	Name   string
+	Preset string
 }{
-	{"joint (default)", func(*pipeline.Config) {}},
-	{"frozen VQ-VAE", func(c *pipeline.Config) { c.FreezeVQVAE = true }},
-	{"no length normalisation", func(c *pipeline.Config) { c.NoLengthNorm = true }},
-	{"no diversity penalty", func(c *pipeline.Config) { c.AlphaDiv = 0 }},
-	{"paper τ = 1, α_div = 0.1", func(c *pipeline.Config) { c.VQVAE.Tau, c.AlphaDiv, c.AlphaDivEnd = 1, 0.1, 0.1 }},
-	{"no jitter", func(c *pipeline.Config) { c.Jitter = 0 }},
-	{"no pruning", func(c *pipeline.Config) { c.FinalPrune = 0 }},
-	// The architecture's other setting: every frame for conv (the paper), 256 of
-	// 1,024 for the MLP (pipeline.DefaultGradFrames).
-	{"other gradient frames (conv: all, MLP: 256)", func(c *pipeline.Config) {
-		if c.GradFrames == 0 {
-			c.GradFrames = 256
-		} else {
-			c.GradFrames = 0
-		}
-	}},
-	{"no collapse response", func(c *pipeline.Config) { c.CollapseLevel = 0 }},
+	{"joint (default)", ""},
+	{"frozen VQ-VAE", "frozen"},
+	{"no length normalisation", "no-length-norm"},
+	{"no diversity penalty", "no-diversity"},
+	{"paper τ = 1, α_div = 0.1", "paper-joint"},
+	{"no jitter", "no-jitter"},
+	{"no pruning", "no-pruning"},
+	{"other gradient frames (conv: all, MLP: 256)", "other-grad-frames"},
+	{"no collapse response", "no-collapse-response"},
+}
+
+// AblationRun is the configuration of the ablation suite's run of the variant called
+// preset: ImageRun with the preset laid over it.
+func AblationRun(env, dataset, arch string, seed int, preset string) (pipeline.Config, error) {
+	cfg, err := ImageRun(env, dataset, arch, seed)
+	if err != nil {
+		return cfg, err
+	}
+	p, err := pipeline.LookupPreset(preset)
+	if err != nil {
+		return cfg, err
+	}
+	return p.Apply(cfg)
 }
 
 // AblationSuite is every Ablations variant on Envs × seeds 1..Seeds: what each
@@ -331,11 +337,10 @@ func RunAblationSuite(ctx context.Context, a AblationSuite, log io.Writer) (tabl
 	for _, env := range s.Envs {
 		for _, ab := range Ablations {
 			for seed := 1; seed <= s.Seeds; seed++ {
-				cfg, err := ImageRun(env, s.Dataset, s.Arch, seed)
+				cfg, err := AblationRun(env, s.Dataset, s.Arch, seed, ab.Preset)
 				if err != nil {
 					return "", "", err
 				}
-				ab.Apply(&cfg)
 				name := RunName(cfg)
 				done++
 				if a.Collect {

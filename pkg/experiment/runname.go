@@ -2,8 +2,11 @@ package experiment
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
+	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
 // ImageBenchmarks are the four image benchmarks of paper Section 5.2 (Tables 3, 4).
@@ -20,107 +23,157 @@ func ImageRun(env, dataset, arch string, seed int) (pipeline.Config, error) {
 	return cfg.WithArch(arch), nil
 }
 
-// RunName is the default run directory name of cfg: <env>_<dataset>_seed<N>, with
-// "_<arch>" for a VQ-VAE other than conv, "_ci" or "_smoke" for a run of that Size
-// and a suffix per ablation or per joint-phase setting that differs from a built-in
-// environment's defaults, so that two configurations never share a directory by
-// default (a run directory refuses a config other than its own).
+// A runNamePart names one setting in a run directory's name: suffix returns the part
+// for cfg's value when it differs from base's (the environment's defaults at cfg's size
+// and architecture), "" for none.
+type runNamePart struct {
+	key    string
+	suffix func(cfg, base pipeline.Config) string
+}
+
+// differs returns a suffix function that formats the setting with format where it
+// differs from the base's value.
+func differs(key, format string) runNamePart {
+	return runNamePart{key, func(cfg, base pipeline.Config) string {
+		v, _ := cfg.Get(key)
+		if b, _ := base.Get(key); v == b {
+			return ""
+		}
+		return fmt.Sprintf(format, v)
+	}}
+}
+
+// flag names a boolean setting that differs from the base's: name when it is on,
+// name with "no" in front when it is off.
+func flag(key, name string) runNamePart {
+	return runNamePart{key, func(cfg, base pipeline.Config) string {
+		v, _ := cfg.Get(key)
+		if b, _ := base.Get(key); v == b {
+			return ""
+		}
+		if v == "true" {
+			return name
+		}
+		return "_no" + strings.TrimPrefix(name, "_")
+	}}
+}
+
+// runNameParts is the table of settings with names of their own, in the order they
+// appear in a run's name; every other setting that differs from the base is named
+// generically (_<key><value>), after the preset's name.
+var runNameParts = []runNamePart{
+	flag("joint.freeze_vqvae", "_frozen"),
+	flag("joint.no_length_norm", "_nolennorm"),
+	{"joint.alpha_div", func(cfg, _ pipeline.Config) string {
+		if cfg.Joint.AlphaDiv == 0 {
+			return "_nodiv"
+		}
+		return ""
+	}},
+	flag("joint.scaled_emissions", "_scaled"),
+	{"joint.alpha_div", func(cfg, base pipeline.Config) string {
+		if a := cfg.Joint.AlphaDiv; a != 0 && a != base.Joint.AlphaDiv {
+			return "_div" + strconv.FormatFloat(a, 'g', -1, 64)
+		}
+		return ""
+	}},
+	differs("joint.alpha_div_end", "_divend%s"),
+	differs("vqvae.tau", "_tau%s"),
+	differs("joint.jitter", "_jitter%s"),
+	differs("final.prune", "_prune%s"),
+	differs("final.budget_doublings", "_grow%s"),
+	differs("final.trainer", "_final%s"),
+	differs("final.chunk_above", "_chunkabove%s"),
+	{"final.iters", func(cfg, base pipeline.Config) string { // against the trainer's default at this size
+		if cfg.Final.Iters == base.WithFinalTrainer(cfg.Final.Trainer).Final.Iters {
+			return ""
+		}
+		return fmt.Sprintf("_iters%d", cfg.Final.Iters)
+	}},
+	{"final.split_rounds", func(cfg, base pipeline.Config) string { // the EM trainer's only
+		if cfg.Final.Trainer != pipeline.FinalEM || cfg.Final.SplitRounds == base.Final.SplitRounds {
+			return ""
+		}
+		return fmt.Sprintf("_doublings%d", cfg.Final.SplitRounds)
+	}},
+	differs("joint.grad_frames", "_grad%s"),
+	differs("joint.collapse_level", "_cl%s"),
+	differs("joint.iters", "_joint%s"),
+	differs("joint.pretrain_iters", "_pretrain%s"),
+	differs("vqvae.k", "_codes%s"),
+	differs("warmup.merge_codes", "_merge%s"),
+	differs("final.merge_tokens", "_mergetokens%s"),
+	differs("joint.stop_churn", "_churn%s"),
+	differs("joint.lambda", "_lambda%s"),
+	flag("vqvae.classify", "_supervised"),
+}
+
+// runNameSkip are the settings a name holds otherwise (env, dataset, seed, arch, size)
+// or that are no settings of the run (version, preset).
+var runNameSkip = map[string]bool{"version": true, "env": true, "layout": true, "dataset": true, "seed": true,
+	"preset": true, "vqvae.arch": true}
+
+// RunName is the default run directory name of cfg: <env>_<dataset>_seed<N>, then
+// "_<arch>" for a VQ-VAE other than conv, "_ci" or "_smoke" for a run of that Size,
+// then a part per setting that differs from the environment's own defaults at that
+// size and architecture (pipeline.ConfigFor: the settings an environment names for
+// itself are its defaults, so `train --env big_room` runs in big_room_mnist_seed1):
+// the named parts of runNameParts, then
+// cfg.Preset's name where the preset explains settings without a named part, then
+// "_<key><value>" for each other setting. Two configurations never share a name, so
+// they never share a directory by default (a run directory refuses a config other
+// than its own), and the names of earlier versions' configurations are kept.
 func RunName(cfg pipeline.Config) string {
 	name := fmt.Sprintf("%s_%s_seed%d", cfg.Env, cfg.Dataset, cfg.Seed)
 	arch := string(cfg.VQVAE.Arch)
-	if arch != "conv" {
+	if arch != string(vqvae.ArchConv) {
 		name += "_" + arch
 	}
-	d, err := pipeline.DefaultConfig(cfg.Env)
-	known := err == nil
-	d = d.WithArch(arch)
+	e, err := cfg.Environment()
+	if err != nil { // Validate refuses such a config; name what there is
+		return name
+	}
+	base := pipeline.ConfigFor(e).WithArch(arch)
 	for _, z := range []Size{SizeCI, SizeSmoke} {
-		if r := z.Pipeline(d); known && cfg.Steps == r.Steps && cfg.Episodes == r.Episodes {
+		if r := z.Pipeline(base); cfg.Data.Steps == r.Data.Steps && cfg.Data.Episodes == r.Data.Episodes {
 			name += "_" + string(z)
-			d = r
+			base = r
 			break
 		}
 	}
-	if cfg.FreezeVQVAE {
-		name += "_frozen"
+	named := map[string]bool{}
+	for _, p := range runNameParts {
+		name += p.suffix(cfg, base)
+		named[p.key] = true
 	}
-	if cfg.NoLengthNorm {
-		name += "_nolennorm"
+	var rest []string
+	explained := map[string]bool{}
+	if p, err := pipeline.LookupPreset(cfg.Preset); err == nil && cfg.Preset != "" {
+		with, _ := p.Apply(base)
+		for _, k := range pipeline.Keys() {
+			v, _ := cfg.Get(k.Path)
+			if w, _ := with.Get(k.Path); v == w {
+				explained[k.Path] = true
+			}
+		}
 	}
-	if cfg.AlphaDiv == 0 {
-		name += "_nodiv"
+	preset := false
+	for _, k := range pipeline.Keys() {
+		v, _ := cfg.Get(k.Path)
+		if b, _ := base.Get(k.Path); v == b || named[k.Path] || runNameSkip[k.Path] {
+			continue
+		}
+		if explained[k.Path] {
+			preset = true
+			continue
+		}
+		rest = append(rest, "_"+k.Path+v)
 	}
-	if cfg.ScaledEmissions {
-		name += "_scaled"
+	if preset {
+		name += "_" + cfg.Preset
 	}
-	if known {
-		name += settingsSuffix(cfg, d)
-	}
-	if cfg.VQVAE.Classify {
-		name += "_supervised"
-	}
-	return name
-}
-
-// settingsSuffix names the joint-phase settings of cfg that differ from d's.
-func settingsSuffix(cfg, d pipeline.Config) string {
-	name := ""
-	if cfg.AlphaDiv != 0 && cfg.AlphaDiv != d.AlphaDiv {
-		name += fmt.Sprintf("_div%g", cfg.AlphaDiv)
-	}
-	if cfg.AlphaDivEnd != d.AlphaDivEnd {
-		name += fmt.Sprintf("_divend%g", cfg.AlphaDivEnd)
-	}
-	if cfg.VQVAE.Tau != d.VQVAE.Tau {
-		name += fmt.Sprintf("_tau%g", cfg.VQVAE.Tau)
-	}
-	if cfg.Jitter != d.Jitter {
-		name += fmt.Sprintf("_jitter%d", cfg.Jitter)
-	}
-	if cfg.FinalPrune != d.FinalPrune {
-		name += fmt.Sprintf("_prune%g", cfg.FinalPrune)
-	}
-	if cfg.FinalGrow != d.FinalGrow {
-		name += fmt.Sprintf("_grow%d", cfg.FinalGrow)
-	}
-	if cfg.FinalTrainer != d.FinalTrainer {
-		name += "_final" + cfg.FinalTrainer
-	}
-	if cfg.FinalChunkAbove != d.FinalChunkAbove {
-		name += fmt.Sprintf("_chunkabove%g", cfg.FinalChunkAbove)
-	}
-	if cfg.FinalIters != d.WithFinalTrainer(cfg.FinalTrainer).FinalIters { // the trainer's default at this size
-		name += fmt.Sprintf("_iters%d", cfg.FinalIters)
-	}
-	if cfg.FinalTrainer == pipeline.FinalEM && cfg.FinalDoublings != d.FinalDoublings {
-		name += fmt.Sprintf("_doublings%d", cfg.FinalDoublings)
-	}
-	if cfg.GradFrames != d.GradFrames {
-		name += fmt.Sprintf("_grad%d", cfg.GradFrames)
-	}
-	if cfg.CollapseLevel != d.CollapseLevel {
-		name += fmt.Sprintf("_cl%g", cfg.CollapseLevel)
-	}
-	if cfg.JointIters != d.JointIters {
-		name += fmt.Sprintf("_joint%d", cfg.JointIters)
-	}
-	if cfg.PretrainIters != d.PretrainIters {
-		name += fmt.Sprintf("_pretrain%d", cfg.PretrainIters)
-	}
-	if cfg.VQVAE.K != d.VQVAE.K {
-		name += fmt.Sprintf("_codes%d", cfg.VQVAE.K)
-	}
-	if cfg.MergeCodes != d.MergeCodes {
-		name += fmt.Sprintf("_merge%g", cfg.MergeCodes)
-	}
-	if cfg.MergeTokens != d.MergeTokens {
-		name += fmt.Sprintf("_mergetokens%g", cfg.MergeTokens)
-	}
-	if cfg.StopChurn != d.StopChurn {
-		name += fmt.Sprintf("_churn%g", cfg.StopChurn)
-	}
-	if cfg.Lambda != d.Lambda {
-		name += fmt.Sprintf("_lambda%g", cfg.Lambda)
+	for _, r := range rest {
+		name += r
 	}
 	return name
 }

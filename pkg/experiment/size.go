@@ -35,8 +35,7 @@ func ParseSize(s string) (Size, error) {
 // Pipeline returns the pixel-pipeline configuration c at size z: c itself, CI-sized
 // (pipeline.CISized), or smoke-sized: the MLP VQ-VAE (D = 16), 2 episodes of 600
 // steps (held-out 1,000), 2 warm-up epochs of batch 64, 16 joint iterations of 2
-// chunks × 64 steps and 100 finalisation iterations (measured on aliased:
-// Viterbi-path recall ≈ 0.5).
+// chunks × 64 steps and 100 finalisation iterations.
 func (z Size) Pipeline(c pipeline.Config) pipeline.Config {
 	switch z {
 	case SizeCI:
@@ -44,11 +43,11 @@ func (z Size) Pipeline(c pipeline.Config) pipeline.Config {
 	case SizeSmoke:
 		c = c.WithArch("mlp")
 		c.VQVAE.D = 16
-		c.Episodes, c.Steps, c.EvalSteps = 2, 600, 1000
-		c.WarmupEpochs, c.WarmupBatch = 2, 64
-		c.RecenterFrames = 1000
-		c.JointIters, c.ChunkLen, c.JointBatch, c.CheckpointEvery = 16, 64, 2, 5
-		c.FinalIters = 100
+		c.Data.Episodes, c.Data.Steps, c.Eval.Steps = 2, 600, 1000
+		c.Warmup.Epochs, c.Warmup.Batch = 2, 64
+		c.Warmup.RecenterFrames = 1000
+		c.Joint.Iters, c.Joint.ChunkLen, c.Joint.Batch, c.Joint.CheckpointEvery = 16, 64, 2, 5
+		c.Final.Iters = 100
 	}
 	return c
 }

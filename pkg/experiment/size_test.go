@@ -21,14 +21,14 @@ func TestSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := SizeFull.Pipeline(cfg); got.Steps != cfg.Steps || got.VQVAE.Arch != cfg.VQVAE.Arch || got.JointIters != cfg.JointIters {
+	if got := SizeFull.Pipeline(cfg); got.Data.Steps != cfg.Data.Steps || got.VQVAE.Arch != cfg.VQVAE.Arch || got.Joint.Iters != cfg.Joint.Iters {
 		t.Errorf("full size changed the configuration")
 	}
-	if ci, want := SizeCI.Pipeline(cfg), pipeline.CISized(cfg); ci.Steps != want.Steps || ci.JointIters != want.JointIters || ci.VQVAE.Arch != "mlp" {
+	if ci, want := SizeCI.Pipeline(cfg), pipeline.CISized(cfg); ci.Data.Steps != want.Data.Steps || ci.Joint.Iters != want.Joint.Iters || ci.VQVAE.Arch != "mlp" {
 		t.Errorf("ci size is not pipeline.CISized: %+v", ci)
 	}
 	smoke := SizeSmoke.Pipeline(cfg)
-	if smoke.VQVAE.Arch != "mlp" || smoke.Steps != 600 || smoke.JointIters != 16 || smoke.Validate() != nil {
+	if smoke.VQVAE.Arch != "mlp" || smoke.Data.Steps != 600 || smoke.Joint.Iters != 16 || smoke.Validate() != nil {
 		t.Errorf("smoke size %+v (%v)", smoke, smoke.Validate())
 	}
 	env, _ := gridworld.Named("aliased")

@@ -59,23 +59,23 @@ func TestRunName(t *testing.T) {
 		change func(*pipeline.Config)
 		want   string
 	}{
-		{"joint iterations", func(c *pipeline.Config) { c.JointIters = 1000 }, "aliased_mnist_seed1_joint1000"},
-		{"λ", func(c *pipeline.Config) { c.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
-		{"HMM pre-training", func(c *pipeline.Config) { c.PretrainIters = 500 }, "aliased_mnist_seed1_pretrain500"},
-		{"merged warm-up codes", func(c *pipeline.Config) { c.VQVAE.K, c.MergeCodes = 16, 30 }, "aliased_mnist_seed1_codes16_merge30"},
-		{"merged joint tokens", func(c *pipeline.Config) { c.MergeTokens = 100 }, "aliased_mnist_seed1_mergetokens100"},
+		{"joint iterations", func(c *pipeline.Config) { c.Joint.Iters = 1000 }, "aliased_mnist_seed1_joint1000"},
+		{"λ", func(c *pipeline.Config) { c.Joint.Lambda = 2 }, "aliased_mnist_seed1_lambda2"},
+		{"HMM pre-training", func(c *pipeline.Config) { c.Joint.PretrainIters = 500 }, "aliased_mnist_seed1_pretrain500"},
+		{"merged warm-up codes", func(c *pipeline.Config) { c.VQVAE.K, c.Warmup.MergeCodes = 16, 30 }, "aliased_mnist_seed1_codes16_merge30"},
+		{"merged joint tokens", func(c *pipeline.Config) { c.Final.MergeTokens = 100 }, "aliased_mnist_seed1_mergetokens100"},
 		{"τ", func(c *pipeline.Config) { c.VQVAE.Tau = 1 }, "aliased_mnist_seed1_tau1"},
 		{"MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp") }, "aliased_mnist_seed1_mlp"},
 		{"CI size", func(c *pipeline.Config) { *c = SizeCI.Pipeline(*c) }, "aliased_mnist_seed1_mlp_ci"},
 		{"supervised warm-up", func(c *pipeline.Config) { c.VQVAE.Classify = true }, "aliased_mnist_seed1_supervised"},
-		{"the MLP's collapse level on conv", func(c *pipeline.Config) { c.CollapseLevel = 0.25 }, "aliased_mnist_seed1_cl0.25"},
-		{"conv's collapse level on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.CollapseLevel = 0.15 }, "aliased_mnist_seed1_mlp_cl0.15"},
-		{"the MLP's α_div end on conv", func(c *pipeline.Config) { c.AlphaDivEnd = 0.1 }, "aliased_mnist_seed1_divend0.1"},
-		{"conv's α_div end on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.AlphaDivEnd = 0.03 }, "aliased_mnist_seed1_mlp_divend0.03"},
-		{"a fixed finalisation budget", func(c *pipeline.Config) { c.FinalGrow = 0 }, "aliased_mnist_seed1_grow0"},
+		{"the MLP's collapse level on conv", func(c *pipeline.Config) { c.Joint.CollapseLevel = 0.25 }, "aliased_mnist_seed1_cl0.25"},
+		{"conv's collapse level on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.Joint.CollapseLevel = 0.15 }, "aliased_mnist_seed1_mlp_cl0.15"},
+		{"the MLP's α_div end on conv", func(c *pipeline.Config) { c.Joint.AlphaDivEnd = 0.1 }, "aliased_mnist_seed1_divend0.1"},
+		{"conv's α_div end on the MLP", func(c *pipeline.Config) { *c = c.WithArch("mlp"); c.Joint.AlphaDivEnd = 0.03 }, "aliased_mnist_seed1_mlp_divend0.03"},
+		{"a fixed finalisation budget", func(c *pipeline.Config) { c.Final.BudgetDoublings = 0 }, "aliased_mnist_seed1_grow0"},
 		{"the EM finalisation", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM) }, "aliased_mnist_seed1_finalem"},
-		{"the EM finalisation, 4 doublings", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.FinalDoublings = 4 }, "aliased_mnist_seed1_finalem_doublings4"},
-		{"the EM finalisation, 300 iterations per round", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.FinalIters = 300 }, "aliased_mnist_seed1_finalem_iters300"},
+		{"the EM finalisation, 4 doublings", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.Final.SplitRounds = 4 }, "aliased_mnist_seed1_finalem_doublings4"},
+		{"the EM finalisation, 300 iterations per round", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalEM); c.Final.Iters = 300 }, "aliased_mnist_seed1_finalem_iters300"},
 	} {
 		c2 := cfg
 		c.change(&c2)
@@ -87,6 +87,69 @@ func TestRunName(t *testing.T) {
 			t.Errorf("%s and %s share the name %q", c.what, prev, got)
 		}
 		seen[got] = c.what
+	}
+}
+
+// TestRunNameEnvironmentSettings: the settings big_room and tiled name for
+// themselves are their defaults, so a run with no other setting has the plain name,
+// and a setting changed back to the generic default is what the name says.
+func TestRunNameEnvironmentSettings(t *testing.T) {
+	for _, c := range []struct {
+		env    string
+		change func(*pipeline.Config)
+		want   string
+	}{
+		{"big_room", func(*pipeline.Config) {}, "big_room_mnist_seed1"},
+		{"tiled", func(*pipeline.Config) {}, "tiled_mnist_seed1"},
+		{"tiled", func(c *pipeline.Config) { *c = c.WithFinalTrainer(pipeline.FinalGradient) }, "tiled_mnist_seed1_finalgradient"},
+		{"big_room", func(c *pipeline.Config) { c.Joint.ScaledEmissions = false }, "big_room_mnist_seed1_noscaled"},
+		{"big_room", func(c *pipeline.Config) { c.VQVAE.K = 10 }, "big_room_mnist_seed1_codes10"},
+	} {
+		cfg, err := ImageRun(c.env, "mnist", "conv", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.change(&cfg)
+		if got := RunName(cfg); got != c.want {
+			t.Errorf("%s: %q, want %q", c.env, got, c.want)
+		}
+	}
+}
+
+// TestAblationRunNames: the ablation suite's run directories keep the names the
+// previous version gave them (copied from its `reproduce --suite ablation --collect`
+// listing of missing runs), on both architectures.
+func TestAblationRunNames(t *testing.T) {
+	want := map[string][]string{
+		"conv": {"aliased_mnist_seed1", "aliased_mnist_seed1_frozen", "aliased_mnist_seed1_nolennorm", "aliased_mnist_seed1_nodiv",
+			"aliased_mnist_seed1_div0.1_divend0.1_tau1", "aliased_mnist_seed1_jitter0", "aliased_mnist_seed1_prune0",
+			"aliased_mnist_seed1_grad0", "aliased_mnist_seed1_cl0"},
+		"mlp": {"aliased_mnist_seed1_mlp", "aliased_mnist_seed1_mlp_frozen", "aliased_mnist_seed1_mlp_nolennorm",
+			"aliased_mnist_seed1_mlp_nodiv", "aliased_mnist_seed1_mlp_div0.1_tau1", "aliased_mnist_seed1_mlp_jitter0",
+			"aliased_mnist_seed1_mlp_prune0", "aliased_mnist_seed1_mlp_grad256", "aliased_mnist_seed1_mlp_cl0"},
+	}
+	for arch, names := range want {
+		for i, ab := range Ablations {
+			cfg, err := AblationRun("aliased", "mnist", arch, 1, ab.Preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := RunName(cfg); got != names[i] {
+				t.Errorf("%s %s: %q, want %q", arch, ab.Name, got, names[i])
+			}
+		}
+	}
+	// A setting without a name of its own is named generically; a preset names the
+	// settings it explains that have none.
+	cfg, _ := ImageRun("aliased", "mnist", "conv", 1)
+	cfg.Final.LR = 0.05
+	if got := RunName(cfg); got != "aliased_mnist_seed1_final.lr0.05" {
+		t.Errorf("final.lr 0.05: %q", got)
+	}
+	p, _ := pipeline.LookupPreset("paper")
+	paper, _ := p.Apply(cfg)
+	if got := RunName(paper); got != "aliased_mnist_seed1_div0.1_divend0_tau1_jitter0_prune0_grow0_grad0_joint2000_paper" {
+		t.Errorf("paper: %q", got)
 	}
 }
 

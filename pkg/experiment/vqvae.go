@@ -34,25 +34,27 @@ type VQStudy struct {
 	Env     *gridworld.Env // the environment (required)
 	Dataset string         // "mnist" (default), "fashion", or a directory of IDX files
 	// K is the codebook size; 0 (default): the number of classes Env shows.
-	K    int
+	K    int    `json:"k" range:"[0,4096]" help:"codebook size K (0: the number of classes the environment shows)"`
 	Seed uint64 // walks, images, initialisation and batches (default 1)
 	// Steps is the warm-up length in steps (default DefaultVQSteps); a study resumed
 	// from its directory continues up to this count.
-	Steps int
-	Batch int     // minibatch (default 128)
-	LR    float64 // Adam's rate (default vqvae.DefaultLearningRate)
+	Steps int     `json:"steps" range:"[1,100000000]" help:"warm-up steps in total (a resumed study continues up to this count)"`
+	Batch int     `json:"batch" range:"[1,65536]" help:"minibatch size"` // minibatch (default 128)
+	LR    float64 `json:"lr" range:"(0,1]" help:"Adam learning rate"`    // Adam's rate (default vqvae.DefaultLearningRate)
 	// Episodes and EpisodeLen are the training walks (0, the default: the
 	// environment's reference count and length); EvalLen is the held-out episode's
 	// length (0: EpisodeLen).
-	Episodes, EpisodeLen, EvalLen int
+	Episodes   int `json:"episodes" range:"[0,1000]" help:"training episodes (0: the environment's reference count)"`
+	EpisodeLen int `json:"episode_len" range:"[0,10000000]" help:"steps per training episode (0: the environment's reference length)"`
+	EvalLen    int `json:"eval_len" range:"[0,10000000]" help:"steps of the held-out episode (0: episode_len)"`
 	// Classify adds the reference's supervised classification head (weight 0.1) to the
 	// warm-up: it uses labels, and exists to compare with the reference (default off).
-	Classify bool
+	Classify bool `json:"classify" help:"add the reference's supervised classification head (weight 0.1; uses labels)"`
 	// Curve, if > 0, stops every Curve steps to score the first VQCurveFrames
 	// held-out frames (the report's learning curve; default 0: none).
-	Curve int
+	Curve int `json:"curve" range:"[0,100000000]" help:"every N steps, score held-out tokens for a learning curve (0: off)"`
 	// CheckpointEvery is the number of steps between checkpoints (default 100).
-	CheckpointEvery int
+	CheckpointEvery int `json:"checkpoint_every" range:"[1,100000000]" help:"steps between checkpoints"`
 	// Dir is the study's directory: the resumable checkpoint, then the finished model
 	// (VQModelFile), the reconstructions (VQReconFile), the report (VQReportFile) and
 	// the manifest (VQManifestFile). "" (default): runs/vqvae/Name().

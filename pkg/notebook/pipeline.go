@@ -12,26 +12,47 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
 
-// PipelineConfig returns the pixel-pipeline configuration (paper Sec. 3.6) the
-// notebooks train env with: pipeline.DefaultConfig(env) at full size,
-// experiment.SizeSmoke of it at CI size.
-func PipelineConfig(env string) (pipeline.Config, error) {
-	cfg, err := pipeline.DefaultConfig(env)
+// Configure returns the pixel-pipeline configuration of the built-in environment env
+// as `gradcscg train` chooses it (experiment.ConfigurePipeline): the environment's
+// defaults, the preset ("" none; pipeline.Presets), the size ("" the notebooks' own:
+// full, or experiment.SizeSmoke at GRADCSCG_NB_SIZE=ci), then the settings
+// "key=value" in order (pipeline.Config.Set), validated.
+func Configure(env, preset string, size experiment.Size, settings ...string) (pipeline.Config, error) {
+	e, err := gridworld.Named(env)
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return sized(cfg)
+	return ConfigureFor(e, preset, size, settings...)
 }
+
+// ConfigureFor is Configure for any environment, e.g. a custom layout.
+func ConfigureFor(e *gridworld.Env, preset string, size experiment.Size, settings ...string) (pipeline.Config, error) {
+	if size == "" {
+		nb, err := Size()
+		if err != nil {
+			return pipeline.Config{}, err
+		}
+		size = experiment.SizeFull
+		if nb == SizeCI {
+			size = experiment.SizeSmoke
+		}
+	}
+	cfg, _, err := experiment.ConfigurePipeline(experiment.PipelineSpec{Env: e, Preset: preset, Size: size,
+		Sets: experiment.SettingsFrom("notebook", settings...)})
+	return cfg, err
+}
+
+// PipelineConfig returns the pixel-pipeline configuration (paper Sec. 3.6) the
+// notebooks train env with: Configure(env, "", ""), the environment's defaults at
+// full size, experiment.SizeSmoke of them at CI size.
+func PipelineConfig(env string) (pipeline.Config, error) { return Configure(env, "", "") }
 
 // PipelineConfigFor is PipelineConfig for any environment, e.g. a custom layout.
-func PipelineConfigFor(e *gridworld.Env) (pipeline.Config, error) {
-	return sized(pipeline.ConfigFor(e))
-}
+func PipelineConfigFor(e *gridworld.Env) (pipeline.Config, error) { return ConfigureFor(e, "", "") }
 
 // QuickConfig returns the quick-start configuration for env, at both sizes:
-// pipeline.CISized of the default one (the MLP VQ-VAE, 4 episodes of 5,000 steps), which
-// recovers the map of aliased from MNIST pixels (seeds 1–3: Viterbi-path map F1 1.00,
-// state→place purity 1.00) in about a minute on two cores.
+// Configure(env, "", experiment.SizeCI), the MLP VQ-VAE on 4 episodes of 5,000 steps,
+// which recovers the map of aliased from MNIST pixels in about a minute on two cores.
 func QuickConfig(env string) (pipeline.Config, error) {
 	e, err := gridworld.Named(env)
 	if err != nil {
@@ -45,18 +66,7 @@ func QuickConfigFor(e *gridworld.Env) (pipeline.Config, error) {
 	if _, err := Size(); err != nil {
 		return pipeline.Config{}, err
 	}
-	return pipeline.CISized(pipeline.ConfigFor(e)), nil
-}
-
-func sized(cfg pipeline.Config) (pipeline.Config, error) {
-	size, err := Size()
-	if err != nil {
-		return pipeline.Config{}, err
-	}
-	if size == SizeCI {
-		cfg = experiment.SizeSmoke.Pipeline(cfg)
-	}
-	return cfg, nil
+	return ConfigureFor(e, "", experiment.SizeCI)
 }
 
 // Pipeline trains, resumes or loads the pixel run called name (in RunDir(name)) with

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 )
@@ -138,7 +139,7 @@ func TestPixelRunHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.VQVAE.Arch != "mlp" || cfg.Steps != 600 || cfg.JointIters != 16 {
+	if cfg.VQVAE.Arch != "mlp" || cfg.Data.Steps != 600 || cfg.Joint.Iters != 16 {
 		t.Fatalf("CI-size PipelineConfig is not smoke-sized: %+v", cfg)
 	}
 	dir := t.TempDir()
@@ -150,7 +151,7 @@ func TestPixelRunHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.States) != cfg.EvalSteps || len(h.Images) != cfg.EvalSteps*h.Side*h.Side || h.Side != 28 {
+	if len(h.States) != cfg.Eval.Steps || len(h.Images) != cfg.Eval.Steps*h.Side*h.Side || h.Side != 28 {
 		t.Errorf("held-out: %d states, %d pixels, side %d", len(h.States), len(h.Images), h.Side)
 	}
 	tampered := *res
@@ -231,4 +232,35 @@ func TestSymbolicImpossibleHeldOutKeepsTheMap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, SymbolicReportFile)); err == nil {
 		t.Error("a report was written for a run that could not be scored")
 	}
+}
+
+// TestConfigure: a notebook chooses a configuration as train does: the defaults, a
+// preset, a size and settings, in that order; a bad setting is an error naming it.
+func TestConfigure(t *testing.T) {
+	t.Setenv(SizeEnv, SizeFull)
+	cfg, err := Configure("aliased", "frozen", experiment.SizeCI, "joint.iters=7", "dataset=fashion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pipeline.CISized(mustDefault(t, "aliased"))
+	want.Joint.FreezeVQVAE, want.Joint.Iters, want.Dataset, want.Preset = true, 7, "fashion", "frozen"
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+	if _, err := Configure("aliased", "", "", "joint.iters=-1"); err == nil || !strings.Contains(err.Error(), "notebook: joint.iters=-1: need an integer in [0, 1000000]") {
+		t.Errorf("bad setting: %v", err)
+	}
+	t.Setenv(SizeEnv, SizeCI)
+	if cfg, err := Configure("tiled", "", ""); err != nil || cfg.Data.Steps != 600 || !cfg.Joint.ScaledEmissions {
+		t.Errorf("CI notebooks: smoke size with the environment's settings: %v %+v", err, cfg)
+	}
+}
+
+func mustDefault(t *testing.T, env string) pipeline.Config {
+	t.Helper()
+	c, err := pipeline.DefaultConfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

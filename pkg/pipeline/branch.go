@@ -17,28 +17,24 @@ type Branched struct {
 	From string // the source run directory (absolute path)
 }
 
-// withFinalisationOf returns a with the fields that only the finalisation and the
-// evaluation read taken from b. FinalLR, FinalEntropy, FinalPatience and FinalTol are
-// the pre-training's settings too (Config.PretrainIters), so they stay a's when a
-// pre-trains.
+// withFinalisationOf returns a with the settings that only the finalisation and the
+// evaluation read taken from b: final.* and eval.*. final.lr, final.entropy,
+// final.patience and final.tol are the pre-training's settings too
+// (joint.pretrain_iters), so they stay a's when a pre-trains.
 func withFinalisationOf(a, b Config) Config {
-	a.MergeTokens = b.MergeTokens
-	a.FinalTrainer, a.FinalDoublings, a.FinalBudget, a.FinalClones = b.FinalTrainer, b.FinalDoublings, b.FinalBudget, b.FinalClones
-	a.FinalIters, a.FinalSplits, a.FinalChunkAbove = b.FinalIters, b.FinalSplits, b.FinalChunkAbove
-	a.FinalPrune, a.FinalPruneIters, a.FinalGrow = b.FinalPrune, b.FinalPruneIters, b.FinalGrow
-	if a.PretrainIters == 0 {
-		a.FinalLR, a.FinalEntropy, a.FinalPatience, a.FinalTol = b.FinalLR, b.FinalEntropy, b.FinalPatience, b.FinalTol
+	pre := a.Final
+	a.Final, a.Eval = b.Final, b.Eval
+	if a.Joint.PretrainIters > 0 {
+		a.Final.LR, a.Final.Entropy, a.Final.Patience, a.Final.Tol = pre.LR, pre.Entropy, pre.Patience, pre.Tol
 	}
-	a.Decode, a.EvalSteps = b.Decode, b.EvalSteps
-	a.StopAfterJoint = b.StopAfterJoint
+	a.Preset, a.StopAfterJoint = b.Preset, b.StopAfterJoint
 	return a
 }
 
 // Branch starts the run directory dst from the warm-up and joint phase of the finished
 // or finalising run in src, for cfg: a configuration that differs from src's only in
-// what the finalisation and the evaluation read (merge_tokens, the final_* fields,
-// decode, eval_steps; not the final_lr, final_entropy, final_patience and final_tol of
-// a run that pre-trains). Run(dst, cfg) then trains the finalisation as a run of cfg
+// what the finalisation and the evaluation read (final.* and eval.*; not final.lr,
+// final.entropy, final.patience and final.tol of a run that pre-trains). Run(dst, cfg) then trains the finalisation as a run of cfg
 // from scratch would: the phases before it read none of those fields.
 //
 // dst gets cfg's config.json, src's warm-up and joint checkpoints (checked against
@@ -99,7 +95,7 @@ func Branch(dst, src string, cfg Config) error {
 		return err
 	}
 	if bad := diffFields(withFinalisationOf(oldCfg, cfg), cfg); len(bad) > 0 {
-		return fmt.Errorf("pipeline: branch: %s's warm-up and joint phase were trained with other settings than those given:\n  %s\na branch may change only what the finalisation and the evaluation read (merge_tokens, final_*, decode, eval_steps)",
+		return fmt.Errorf("pipeline: branch: %s's warm-up and joint phase were trained with other settings than those given:\n  %s\na branch may change only what the finalisation and the evaluation read (final.*, eval.*)",
 			src, strings.Join(bad, "\n  "))
 	}
 

@@ -64,7 +64,7 @@ func TestBranch(t *testing.T) {
 	before := dirDigests(t, src)
 
 	em := cfg
-	em.FinalTrainer, em.FinalIters, em.FinalDoublings, em.Decode = FinalEM, 20, 3, DecodeHard
+	em.Final.Trainer, em.Final.Iters, em.Final.SplitRounds, em.Eval.Decode = FinalEM, 20, 3, DecodeHard
 	dst := filepath.Join(t.TempDir(), "branch")
 	if err := Branch(dst, src, em); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestBranchRefuses(t *testing.T) {
 	seed := cfg
 	seed.Seed = 2
 	iters := cfg
-	iters.JointIters, iters.FinalTrainer = 20, FinalEM
+	iters.Joint.Iters, iters.Final.Trainer = 20, FinalEM
 	for _, c := range []struct {
 		name     string
 		dst, src string
@@ -176,7 +176,7 @@ func TestBranchRefuses(t *testing.T) {
 		want     string
 	}{
 		{"another seed", "", src, seed, "seed: 1 in the run, 2 now"},
-		{"more joint iterations", "", src, iters, "joint_iters: 16 in the run, 20 now"},
+		{"more joint iterations", "", src, iters, "joint.iters: 16 in the run, 20 now"},
 		{"joint phase unfinished", "", unfinished, cfg, "has not finished its joint phase (phase joint"},
 		{"damaged checkpoint", "", damaged, cfg, "not the file this run wrote"},
 		{"no run", "", t.TempDir(), cfg, "holds no run"},
@@ -206,18 +206,18 @@ func TestBranchRefuses(t *testing.T) {
 func TestWithFinalisationOf(t *testing.T) {
 	a := tinyConfig(t)
 	b := a
-	b.MergeTokens, b.FinalTrainer, b.FinalDoublings, b.FinalIters, b.Decode, b.EvalSteps = 3, FinalEM, 5, 50, DecodeHard, 123
-	b.FinalLR, b.FinalTol = 0.5, 1e-4
+	b.Final.MergeTokens, b.Final.Trainer, b.Final.SplitRounds, b.Final.Iters, b.Eval.Decode, b.Eval.Steps = 3, FinalEM, 5, 50, DecodeHard, 123
+	b.Final.LR, b.Final.Tol = 0.5, 1e-4
 	if d := diffFields(withFinalisationOf(a, b), b); len(d) != 0 {
 		t.Errorf("finalisation fields refused: %v", d)
 	}
-	b.Jitter++
-	if d := diffFields(withFinalisationOf(a, b), b); len(d) != 1 || !strings.HasPrefix(d[0], "jitter:") {
-		t.Errorf("a joint field changed: %v, want jitter named", d)
+	b.Joint.Jitter++
+	if d := diffFields(withFinalisationOf(a, b), b); len(d) != 1 || !strings.HasPrefix(d[0], "joint.jitter:") {
+		t.Errorf("a joint field changed: %v, want joint.jitter named", d)
 	}
-	b.Jitter = a.Jitter
-	a.PretrainIters, b.PretrainIters = 10, 10
-	if d := diffFields(withFinalisationOf(a, b), b); len(d) != 2 || !strings.HasPrefix(d[0], "final_lr:") || !strings.HasPrefix(d[1], "final_tol:") {
-		t.Errorf("pre-training run with other Adam settings: %v, want final_lr and final_tol named", d)
+	b.Joint.Jitter = a.Joint.Jitter
+	a.Joint.PretrainIters, b.Joint.PretrainIters = 10, 10
+	if d := diffFields(withFinalisationOf(a, b), b); len(d) != 2 || !strings.HasPrefix(d[0], "final.lr:") || !strings.HasPrefix(d[1], "final.tol:") {
+		t.Errorf("pre-training run with other Adam settings: %v, want final.lr and final.tol named", d)
 	}
 }

@@ -39,7 +39,7 @@ func loadData(cfg Config) (*data, error) {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	d := &data{env: env, train: bank, side: bank.Rows()}
-	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Episodes, cfg.Steps)
+	d.episodes = env.TrainingEpisodes(gridworld.NewRand(cfg.Seed), cfg.Data.Episodes, cfg.Data.Steps)
 	imgRNG := rand.New(rand.NewPCG(cfg.Seed, 0x7a1))
 	for _, ep := range d.episodes {
 		idx := bank.Frames(imgRNG, ep.Obs)

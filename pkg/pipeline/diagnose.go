@@ -56,7 +56,7 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evalu
 	if err != nil {
 		return nil, err
 	}
-	if cfg.FinalTrainer == FinalEM && made != nil && len(made.HeldOutBits) > 0 {
+	if cfg.Final.Trainer == FinalEM && made != nil && len(made.HeldOutBits) > 0 {
 		dg.SplitsPast = len(made.HeldOutBits) - 1 - made.Doublings
 	}
 	dg.Verdict = dg.Judge(chmm.NoisyTokens)

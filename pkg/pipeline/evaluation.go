@@ -67,14 +67,14 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 // training is the report's record of how the finished run made hmm.
 func (st *runState) training(cfg Config, hmm *chmm.Model) *evaluate.Training {
 	t := st.Made
-	t.Episodes, t.Steps, t.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	t.Episodes, t.Steps, t.Clones = cfg.Data.Episodes, cfg.Data.Steps, hmm.Clones
 	j := *st.joint()
-	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.JointIters, cfg.GradFrames
+	j.Arch, j.Iters, j.GradFrames = string(cfg.VQVAE.Arch), cfg.Joint.Iters, cfg.Joint.GradFrames
 	if st.StoppedAt > 0 {
 		j.Iters = st.StoppedAt
 	}
-	if cfg.StopChurn > 0 {
-		j.MaxIters, j.StopChurn = cfg.JointIters, cfg.StopChurn
+	if cfg.Joint.StopChurn > 0 {
+		j.MaxIters, j.StopChurn = cfg.Joint.Iters, cfg.Joint.StopChurn
 		j.AnnealStart, _ = st.anneal(cfg)
 	}
 	j.CodesKept, j.CodesMerged, j.Clones, j.Rollbacks = st.Codes, st.CodesMerged, st.Clones, st.Rollbacks
@@ -115,7 +115,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 			Trans: hmm.Transitions(), NumStates: hmm.N(), NumTokens: hmm.K()}, evaluate.DefaultOptions())
 	}
 	main, other, otherDecode := soft, hard, DecodeHard
-	if cfg.Decode == DecodeHard {
+	if cfg.Eval.Decode == DecodeHard {
 		main, other, otherDecode = hard, soft, DecodeSoft
 	}
 	rep, err := score(main)
@@ -127,7 +127,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 		return nil, err
 	}
 	rep.Env, rep.Dataset, rep.Seed = cfg.Env, cfg.Dataset, cfg.Seed
-	rep.Decode, rep.OtherReadout = cfg.Decode, evaluate.NewReadout(otherDecode, alt)
+	rep.Decode, rep.OtherReadout = cfg.Eval.Decode, evaluate.NewReadout(otherDecode, alt)
 	return rep, nil
 }
 

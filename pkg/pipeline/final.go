@@ -57,7 +57,7 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MergeTokens > 0 {
+	if cfg.Final.MergeTokens > 0 {
 		if tokens, err = f.mergeTokens(j.VQ, tokens); err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
 	}
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		hmm, err = f.em(s.d.sequences(tokens), hmm.K(), hmm.NumActions)
 	} else {
 		hmm, err = f.gradient(s.d.sequences(tokens), share, hmm)
@@ -126,12 +126,12 @@ func (f *finaliser) saveMap(vq *vqvae.Model, hmm *chmm.Model) error {
 // recorded in the state (TokensMerged).
 func (f *finaliser) mergeTokens(vq *vqvae.Model, tokens []int) ([]int, error) {
 	s := f.s
-	group, n, err := chmm.MergeTokens(s.d.sequences(tokens), vq.NumTokens(), s.d.env.NumActions(), s.cfg.MergeTokens)
+	group, n, err := chmm.MergeTokens(s.d.sequences(tokens), vq.NumTokens(), s.d.env.NumActions(), s.cfg.Final.MergeTokens)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: merging tokens: %w", err)
 	}
 	if n < 2 {
-		return nil, fmt.Errorf("pipeline: merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", s.cfg.MergeTokens, vq.NumTokens())
+		return nil, fmt.Errorf("pipeline: final.merge_tokens=%g merges all %d tokens into one: the walks tell none apart at that bar; lower it", s.cfg.Final.MergeTokens, vq.NumTokens())
 	}
 	if err := vq.SetTokens(group); err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func (f *finaliser) mergeTokens(vq *vqvae.Model, tokens []int) ([]int, error) {
 	}
 	f.st.TokensMerged = group
 	if s.out != nil {
-		fmt.Fprintf(s.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, s.cfg.MergeTokens)
+		fmt.Fprintf(s.out, "finalisation: %d tokens merged into %d by what the walks show around them (z < %g)\n", len(group), n, s.cfg.Final.MergeTokens)
 	}
 	return merged, nil
 }

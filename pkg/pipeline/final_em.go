@@ -120,7 +120,7 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	ec := chmm.DefaultEMConfig()
-	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.FinalIters, -1, FinalEMPseudocount, 0
+	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.Final.Iters, -1, FinalEMPseudocount, 0
 	ec.Seed = cfg.Seed + uint64(round)<<32
 	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = e.conf, true, ConfusionBeam
 	ec.Stop = f.s.ctx.Err
@@ -191,7 +191,7 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 	switch {
 	case e.missed == e.patience:
 		why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", e.missed, SplitGain, e.bestRound)
-	case round == cfg.FinalDoublings:
+	case round == cfg.Final.SplitRounds:
 		why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, e.bestRound)
 	}
 	visits, err := chmm.ExpectedVisits(m, e.train, e.conf, 0)

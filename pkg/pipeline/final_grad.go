@@ -23,24 +23,24 @@ const maxFinalBytes = 6e9
 // interrupted run resumes from.
 func (f *finaliser) gradient(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
 	cfg := f.s.cfg
-	gc := chmm.GradConfig{Iters: cfg.FinalIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-		Patience: cfg.FinalPatience, Tol: cfg.FinalTol, SplitRounds: cfg.FinalSplits, Seed: cfg.Seed, Workers: 0, Stop: f.s.ctx.Err}
-	grow := cfg.FinalBudget == BudgetShare && cfg.FinalPrune > 0 && cfg.FinalIters > 0
+	gc := chmm.GradConfig{Iters: cfg.Final.Iters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
+		Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, SplitRounds: cfg.Final.PlateauSplits, Seed: cfg.Seed, Workers: 0, Stop: f.s.ctx.Err}
+	grow := cfg.Final.Budget == BudgetShare && cfg.Final.Prune > 0 && cfg.Final.Iters > 0
 	hmm, s, err := f.resumeGradient(joint)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		clones := cfg.FinalClones << s.Round
+		clones := cfg.Final.Clones << s.Round
 		suffix := "" // the runs of each round keep their own record (Training.AddRun)
 		if s.Round > 0 {
 			suffix = fmt.Sprintf(" (%d× budget)", 1<<s.Round)
 		}
 		if s.Done == 0 {
-			if cfg.FinalBudget == BudgetShare {
+			if cfg.Final.Budget == BudgetShare {
 				hmm = chmm.New(cloneBudget(clones, BudgetShare, share), joint.NumActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 			}
-			if cfg.FinalIters > 0 {
+			if cfg.Final.Iters > 0 {
 				if err := f.train(hmm, seqs, gc, "finalise"+suffix, s.Event); err != nil {
 					return nil, fmt.Errorf("pipeline: finalisation: %w", err)
 				}
@@ -51,7 +51,7 @@ func (f *finaliser) gradient(seqs []chmm.Sequence, share []float64, joint *chmm.
 			}
 		}
 		if s.Done == gradTrained {
-			if cfg.FinalPrune > 0 {
+			if cfg.Final.Prune > 0 {
 				var err error
 				if hmm, err = f.prune(hmm, seqs, gc, "retrain"+suffix); err != nil {
 					return nil, err
@@ -63,7 +63,7 @@ func (f *finaliser) gradient(seqs []chmm.Sequence, share []float64, joint *chmm.
 			}
 		}
 		f.st.Made.GrowRounds = s.Round
-		if !grow || s.Round == cfg.FinalGrow {
+		if !grow || s.Round == cfg.Final.BudgetDoublings {
 			break
 		}
 		doubled, err := f.growthCheck(s, seqs, share, hmm.N(), joint.NumActions, gc)
@@ -98,8 +98,8 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 	if f.s.out != nil {
 		done := [...]string{"at its start", "after its training", "after pruning", "after the growth check's first budget"}[s.Done]
 		budget := "the joint phase's clones" // FinalFromJoint
-		if cfg.FinalBudget == BudgetShare {
-			budget = fmt.Sprintf("%d clones per token", cfg.FinalClones<<s.Round)
+		if cfg.Final.Budget == BudgetShare {
+			budget = fmt.Sprintf("%d clones per token", cfg.Final.Clones<<s.Round)
 		}
 		fmt.Fprintf(f.s.out, "finalisation resumed in round %d (%s), %s\n", s.Round, budget, done)
 	}
@@ -113,7 +113,7 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 // whether the budget doubled, with the next round's checkpoint committed.
 func (f *finaliser) growthCheck(s *finalGradState, seqs []chmm.Sequence, share []float64, n, numActions int, gc chmm.GradConfig) (bool, error) {
 	cfg, out := f.s.cfg, f.s.out
-	clones := cfg.FinalClones << s.Round
+	clones := cfg.Final.Clones << s.Round
 	unused := f.st.Made.Pruned
 	budget := n - 1 + unused // the round's states before pruning
 	if float64(unused) >= GrowSlack*float64(budget) {
@@ -201,7 +201,7 @@ func (f *finaliser) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradCon
 	for _, s := range seqs {
 		steps += s.Len()
 	}
-	minVisits := cfg.FinalPrune * float64(steps)
+	minVisits := cfg.Final.Prune * float64(steps)
 	keep := make([]bool, hmm.N())
 	top := make([]int, hmm.K()) // most visited clone per token
 	for s, k := range hmm.StateTokens() {
@@ -224,10 +224,10 @@ func (f *finaliser) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradCon
 	if f.s.out != nil {
 		fmt.Fprintf(f.s.out, "pruned %d of %d states (fewer than %.0f Viterbi visits)\n", hmm.N()-pruned.N(), hmm.N(), minVisits)
 	}
-	if cfg.FinalPruneIters == 0 {
+	if cfg.Final.PruneIters == 0 {
 		return pruned, nil
 	}
-	gc.Iters, gc.SplitRounds = cfg.FinalPruneIters, 0
+	gc.Iters, gc.SplitRounds = cfg.Final.PruneIters, 0
 	if err := f.train(pruned, seqs, gc, label, fmt.Sprintf("pruned %d states", hmm.N()-pruned.N())); err != nil {
 		return nil, fmt.Errorf("pipeline: training the pruned model: %w", err)
 	}
@@ -281,7 +281,7 @@ func trainShown(s *session, hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 			bar.From(gc.Resume.Iter)
 		}
 	}
-	gc = gc.ChunkIfCostly(hmm, seqs, s.cfg.FinalChunkAbove)
+	gc = gc.ChunkIfCostly(hmm, seqs, s.cfg.Final.ChunkAbove)
 	// Every iteration reaches the bar, which prints at most every 2 s: a line every
 	// few iterations can leave a slow training silent for minutes.
 	gc.ProgressEvery = 1

@@ -35,7 +35,7 @@ func NewHeldOut(cfg Config, env *gridworld.Env) (*HeldOut, error) {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	h := &HeldOut{Env: env, Bank: bank, Side: bank.Rows()}
-	h.Episode = env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.EvalSteps)
+	h.Episode = env.Walk(gridworld.NewRand(cfg.Seed^0xe7a1_5eed), cfg.Eval.Steps)
 	h.Frames = bank.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7e57)), h.Episode.Obs)
 	h.Images = bank.Floats(h.Frames, nil)
 	return h, nil
@@ -89,7 +89,7 @@ func (r *Result) ReadOut() string {
 	if r.Report != nil && r.Report.Decode != "" {
 		return r.Report.Decode
 	}
-	return r.Config.Decode
+	return r.Config.Eval.Decode
 }
 
 // MapConfusion returns the confusion matrix C[k][o] that hmm reads its tokens through

@@ -220,7 +220,7 @@ func TestBranchFromReadOnlySource(t *testing.T) {
 		defer os.Chmod(src, 0o755)
 	}
 	em := cfg
-	em.FinalTrainer, em.FinalIters, em.FinalDoublings = FinalEM, 20, 2
+	em.Final.Trainer, em.Final.Iters, em.Final.SplitRounds = FinalEM, 20, 2
 	dst := filepath.Join(t.TempDir(), "branch")
 	if err := Branch(dst, src, em); err != nil {
 		t.Fatalf("branch from a source without write access: %v", err)

@@ -49,13 +49,13 @@ func openJoint(s *session, ck *checkpoint, name string) (*Joint, error) {
 	}
 	cfg := s.cfg
 	_, lrScale := ck.st.scales()
-	j, err := AttachJoint(vq, ck.st.Clones, s.d.env.NumActions(), cfg.VQVAE.Beta, cfg.JointLR*lrScale, cfg.JointLR*cfg.HMMLRFactor)
+	j, err := AttachJoint(vq, ck.st.Clones, s.d.env.NumActions(), cfg.VQVAE.Beta, cfg.Joint.LR*lrScale, cfg.Joint.LR*cfg.Joint.HMMLRFactor)
 	if err != nil {
 		return nil, err
 	}
-	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
-	j.Scaled = cfg.ScaledEmissions
-	if cfg.MergeCodes > 0 {
+	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = cfg.Joint.FreezeVQVAE, cfg.Joint.NoLengthNorm, cfg.Joint.GradFrames
+	j.Scaled = cfg.Joint.ScaledEmissions
+	if cfg.Warmup.MergeCodes > 0 {
 		j.Share = ck.st.Share
 	}
 	return j, nil
@@ -105,11 +105,11 @@ func (p *jointRun) run() error {
 	start := time.Now()
 	base := st.Seconds[PhaseJoint]
 	var bar *progress.Bar
-	if p.s.out != nil && st.JointIter < cfg.JointIters {
-		bar = progress.New(p.s.out, "joint", cfg.JointIters).Every(2 * time.Second).From(st.JointIter)
+	if p.s.out != nil && st.JointIter < cfg.Joint.Iters {
+		bar = progress.New(p.s.out, "joint", cfg.Joint.Iters).Every(2 * time.Second).From(st.JointIter)
 	}
 	doneHere := 0
-	for st.JointIter < cfg.JointIters {
+	for st.JointIter < cfg.Joint.Iters {
 		if err := p.s.ctx.Err(); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (p *jointRun) run() error {
 			}
 			continue
 		}
-		if st.JointIter%cfg.CheckpointEvery == 0 || st.JointIter == cfg.JointIters {
+		if st.JointIter%cfg.Joint.CheckpointEvery == 0 || st.JointIter == cfg.Joint.Iters {
 			stop, err := p.commitAt(met.Perplexity, base, start)
 			if err != nil {
 				return err
@@ -160,11 +160,11 @@ func (p *jointRun) run() error {
 	if bar != nil {
 		msg := ""
 		if st.StoppedAt > 0 {
-			msg = fmt.Sprintf("tokens settled: stopped at %d of at most %d", st.StoppedAt, cfg.JointIters)
+			msg = fmt.Sprintf("tokens settled: stopped at %d of at most %d", st.StoppedAt, cfg.Joint.Iters)
 		}
 		bar.Done("%s", msg)
 	}
-	if cfg.JointIters == 0 {
+	if cfg.Joint.Iters == 0 {
 		st.Phase = PhaseFinal
 		return p.ck.commit()
 	}
@@ -206,14 +206,14 @@ func (p *jointRun) watch(met StepMetrics, rec *Record) (string, error) {
 func (p *jointRun) commitAt(ppl, base float64, start time.Time) (bool, error) {
 	cfg, st := p.s.cfg, p.st
 	stop := false
-	if cfg.StopChurn > 0 {
+	if cfg.Joint.StopChurn > 0 {
 		var err error
 		if stop, err = p.stopCheck(&st.History[len(st.History)-1]); err != nil {
 			return false, err
 		}
 	}
 	st.Seconds[PhaseJoint] = base + time.Since(start).Seconds()
-	if st.JointIter == cfg.JointIters || stop {
+	if st.JointIter == cfg.Joint.Iters || stop {
 		if err := p.finish(); err != nil {
 			return false, err
 		}
@@ -239,13 +239,13 @@ func (p *jointRun) commitAt(ppl, base float64, start time.Time) (bool, error) {
 func (p *jointRun) chunk(it int) Chunk {
 	cfg, d := p.s.cfg, p.s.d
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a1_0000+uint64(it)))
-	B, T := cfg.JointBatch, cfg.ChunkLen
-	L := min(T, cfg.Steps)
+	B, T := cfg.Joint.Batch, cfg.Joint.ChunkLen
+	L := min(T, cfg.Data.Steps)
 	px := d.side * d.side
 	ch := Chunk{B: B, T: T, Images: make([]float32, B*T*px), Actions: make([]int32, B*(T-1)), Mask: make([]float32, B*T)}
 	for b := range B {
 		e := rng.IntN(len(d.episodes))
-		s := rng.IntN(cfg.Steps - L + 1)
+		s := rng.IntN(cfg.Data.Steps - L + 1)
 		ep := d.episodes[e]
 		d.train.Floats(d.frames[e][s:s+L], ch.Images[b*T*px:(b*T+L)*px])
 		for t := range L {
@@ -255,8 +255,8 @@ func (p *jointRun) chunk(it int) Chunk {
 			}
 		}
 	}
-	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, d.side, cfg.Jitter)
-	if cfg.GradFrames > 0 && cfg.GradFrames < B*T {
+	dataset.Jitter(rand.New(rand.NewPCG(cfg.Seed, 0x717e_0000+uint64(it))), ch.Images, d.side, cfg.Joint.Jitter)
+	if cfg.Joint.GradFrames > 0 && cfg.Joint.GradFrames < B*T {
 		// The gradient subset: a uniform draw among the real frames (padding last).
 		perm := rand.New(rand.NewPCG(cfg.Seed, 0x5b5e_0000+uint64(it))).Perm(B * T)
 		for _, real := range []bool{true, false} {
@@ -272,8 +272,8 @@ func (p *jointRun) chunk(it int) Chunk {
 
 // lambdaAt is λ_t = λ·min(1, t/T_anneal) (Sec. 3.6) times st's throttle factor.
 func lambdaAt(cfg Config, st *runState, it int) float64 {
-	anneal := math.Max(1, cfg.AnnealFrac*float64(cfg.JointIters))
-	return cfg.Lambda * math.Min(1, float64(it+1)/anneal) * st.LambdaScale
+	anneal := math.Max(1, cfg.Joint.AnnealFrac*float64(cfg.Joint.Iters))
+	return cfg.Joint.Lambda * math.Min(1, float64(it+1)/anneal) * st.LambdaScale
 }
 
 // alphaAt is α_div at joint iteration it: AlphaDiv, or with AlphaDivEnd > 0 linear from
@@ -282,12 +282,12 @@ func lambdaAt(cfg Config, st *runState, it int) float64 {
 // ablation, becomes 0.1 × the scale).
 func alphaAt(cfg Config, st *runState, it int) float64 {
 	scale, _ := st.scales()
-	a := cfg.AlphaDiv
-	if cfg.AlphaDivEnd > 0 && cfg.JointIters >= 2 {
+	a := cfg.Joint.AlphaDiv
+	if cfg.Joint.AlphaDivEnd > 0 && cfg.Joint.Iters >= 2 {
 		start, length := st.anneal(cfg)
 		if it >= start {
 			f := min(1, float64(it-start)/float64(max(1, length-1)))
-			a = cfg.AlphaDiv + f*(cfg.AlphaDivEnd-cfg.AlphaDiv)
+			a = cfg.Joint.AlphaDiv + f*(cfg.Joint.AlphaDivEnd-cfg.Joint.AlphaDiv)
 		}
 	}
 	if scale != 1 && a == 0 {
@@ -339,16 +339,16 @@ func (p *jointRun) stopCheck(rec *Record) (bool, error) {
 		return false, nil
 	}
 	rec.Churn = &ch
-	settled := ch <= cfg.StopChurn
-	rampEnd := int(math.Ceil(cfg.AnnealFrac * float64(cfg.JointIters)))
+	settled := ch <= cfg.Joint.StopChurn
+	rampEnd := int(math.Ceil(cfg.Joint.AnnealFrac * float64(cfg.Joint.Iters)))
 	start, length := st.anneal(cfg)
 	switch {
 	case st.AnnealStart == 0 && settled && st.JointIter >= rampEnd && st.JointIter < start:
 		st.AnnealStart = st.JointIter
-		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, cfg.StopChurn), "; ")
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled (churn %.4f ≤ %g): α_div anneal starts", ch, cfg.Joint.StopChurn), "; ")
 	case st.JointIter >= start+length && settled:
 		st.StoppedAt = st.JointIter
-		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled after the anneal (churn %.4f ≤ %g): joint phase ends", ch, cfg.StopChurn), "; ")
+		rec.Event = strings.TrimPrefix(rec.Event+fmt.Sprintf("; tokens settled after the anneal (churn %.4f ≤ %g): joint phase ends", ch, cfg.Joint.StopChurn), "; ")
 		return true, nil
 	}
 	return false, nil
@@ -367,8 +367,8 @@ func (p *jointRun) monitor(ppl float64) (event string, collapsed bool, err error
 	} else {
 		st.Smoothed = 0.9*st.Smoothed + 0.1*ppl
 	}
-	collapsed = cfg.CollapseLevel > 0 && st.JointIter >= monitorWarmup && st.Smoothed < collapseLevel(cfg, st, 1)
-	if cfg.CollapseFrac == 0 || st.JointIter < monitorWarmup {
+	collapsed = cfg.Joint.CollapseLevel > 0 && st.JointIter >= monitorWarmup && st.Smoothed < collapseLevel(cfg, st, 1)
+	if cfg.Joint.CollapseFrac == 0 || st.JointIter < monitorWarmup {
 		return "", collapsed, nil
 	}
 	if st.Smoothed > st.BestPPL {
@@ -380,14 +380,14 @@ func (p *jointRun) monitor(ppl float64) (event string, collapsed bool, err error
 		st.Best = snap
 		return "", collapsed, nil
 	}
-	if st.Smoothed < cfg.CollapseFrac*st.BestPPL && st.Best != nil {
+	if st.Smoothed < cfg.Joint.CollapseFrac*st.BestPPL && st.Best != nil {
 		if err := restoreSnapshot(p.j.VQ.Store(), st.Best); err != nil {
 			return "", false, err
 		}
-		st.LambdaScale *= cfg.ThrottleFactor
+		st.LambdaScale *= cfg.Joint.ThrottleFactor
 		st.Rollbacks++
 		ev := fmt.Sprintf("collapse: smoothed perplexity %.3f < %.2f × best %.3f (iteration %d): perception restored, HMM kept, λ scale %.3g",
-			st.Smoothed, cfg.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
+			st.Smoothed, cfg.Joint.CollapseFrac, st.BestPPL, st.BestIter, st.LambdaScale)
 		st.Smoothed = st.BestPPL
 		return ev, false, nil
 	}
@@ -405,7 +405,7 @@ func collapseLevel(cfg Config, st *runState, m float64) float64 {
 			p0 *= math.Pow(p, -p)
 		}
 	}
-	return 1 + m*cfg.CollapseLevel*(p0-1)
+	return 1 + m*cfg.Joint.CollapseLevel*(p0-1)
 }
 
 // intervene is the anti-collapse response (Config.CollapseLevel): it restores the last
@@ -415,9 +415,9 @@ func collapseLevel(cfg Config, st *runState, m float64) float64 {
 // and commits the new branch. More than Config.MaxInterventions is an error.
 func (p *jointRun) intervene(reason string) (string, error) {
 	cfg, st, d := p.s.cfg, p.st, p.s.d
-	if len(st.Interventions) >= cfg.MaxInterventions {
+	if len(st.Interventions) >= cfg.Joint.MaxInterventions {
 		return "", fmt.Errorf("pipeline: joint iteration %d: %s after %d intervention(s) (max_interventions %d); the run directory keeps the checkpoint of iteration %d",
-			st.JointIter, reason, len(st.Interventions), cfg.MaxInterventions, st.HealthyIter)
+			st.JointIter, reason, len(st.Interventions), cfg.Joint.MaxInterventions, st.HealthyIter)
 	}
 	alpha, lr := st.scales()
 	iv := Intervention{Iter: st.JointIter, Reason: reason, RolledBackTo: st.HealthyIter, AlphaScale: 2 * alpha, LRScale: lr / 2}
@@ -425,7 +425,7 @@ func (p *jointRun) intervene(reason string) (string, error) {
 	if err := p.open(st.Healthy); err != nil {
 		return "", fmt.Errorf("pipeline: rollback: %w", err)
 	}
-	if !cfg.FreezeVQVAE {
+	if !cfg.Joint.FreezeVQVAE {
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0x4e71_0000+uint64(len(st.Interventions))))
 		n := min(len(d.allFrames), 4096)
 		idx := make([]int, n)
@@ -484,7 +484,7 @@ func dropAbandoned(h []Record, kept int, ev string) []Record {
 // final one (the HMM is kept).
 func (p *jointRun) finish() error {
 	cfg, st := p.s.cfg, p.st
-	if cfg.CollapseFrac > 0 && st.Best != nil && st.Smoothed < cfg.CollapseFrac*st.BestPPL {
+	if cfg.Joint.CollapseFrac > 0 && st.Best != nil && st.Smoothed < cfg.Joint.CollapseFrac*st.BestPPL {
 		if err := restoreSnapshot(p.j.VQ.Store(), st.Best); err != nil {
 			return err
 		}

@@ -102,7 +102,7 @@ func checkOrWriteConfig(dir string, cfg Config) error {
 			return err
 		}
 		cmp := cfg
-		cmp.StopAfterJoint = 0
+		cmp.StopAfterJoint, cmp.Preset = 0, old.Preset // neither is the run's identity
 		if !reflect.DeepEqual(old, cmp) {
 			return fmt.Errorf("pipeline: %s holds a different configuration:\n  %s\nresume it with its own settings, or give the new ones a new run directory (train --run NEW_DIR)",
 				path, strings.Join(diffFields(old, cmp), "\n  "))

@@ -27,7 +27,7 @@ func TestLongRun(t *testing.T) {
 		cfg.Seed = s
 	}
 	if n, err := strconv.Atoi(os.Getenv("GRADCSCG_JOINT_ITERS")); err == nil {
-		cfg.JointIters = n
+		cfg.Joint.Iters = n
 	}
 	dir := os.Getenv("GRADCSCG_RUN_DIR")
 	if dir == "" {

@@ -52,38 +52,38 @@ func EstimateParts(cfg Config) MemoryParts {
 	}
 	v := cfg.VQVAE
 	k := float64(v.K)
-	steps := float64(cfg.Episodes) * float64(cfg.Steps)
+	steps := float64(cfg.Data.Episodes) * float64(cfg.Data.Steps)
 	var p MemoryParts
 	p.Data = bytesPerStep * steps
 
 	recenter := 0.0
-	if cfg.Recenter {
-		recenter = min(steps, float64(max(cfg.RecenterFrames, v.K)))
+	if cfg.Warmup.Recenter {
+		recenter = min(steps, float64(max(cfg.Warmup.RecenterFrames, v.K)))
 	}
-	p.Warmup = max(VQVAETrainBytes(v, float64(cfg.WarmupBatch)), VQVAEEncodeBytes(v, min(steps, encodeBlock)),
+	p.Warmup = max(VQVAETrainBytes(v, float64(cfg.Warmup.Batch)), VQVAEEncodeBytes(v, min(steps, encodeBlock)),
 		VQVAEEncodeBytes(v, max(recenter, min(steps, 1024)))) + 8*steps // and a token per step
 
 	side2 := float64(v.Side) * float64(v.Side)
-	frames := float64(cfg.JointBatch) * float64(min(cfg.ChunkLen, cfg.Steps))
+	frames := float64(cfg.Joint.Batch) * float64(min(cfg.Joint.ChunkLen, cfg.Data.Steps))
 	grad := frames
-	if cfg.GradFrames > 0 {
-		grad = min(frames, float64(cfg.GradFrames))
+	if cfg.Joint.GradFrames > 0 {
+		grad = min(frames, float64(cfg.Joint.GradFrames))
 	}
-	nJoint := 1 + k*float64(cfg.Clones)
+	nJoint := 1 + k*float64(cfg.Joint.Clones)
 	// The HMM term's gradient reaches the encoder through every frame's posterior; the
 	// decoder sees the grad frames only.
 	vqJoint := VQVAETrainBytes(v, grad) + gcFactor*4*(frames-grad)*(side2+2*vqEncoderActivations(v))
-	if cfg.FreezeVQVAE {
+	if cfg.Joint.FreezeVQVAE {
 		vqJoint = VQVAEEncodeBytes(v, frames)
 	}
 	p.Joint = vqJoint + jointHMMBytes(nJoint, actions, frames)
 
-	nFinal := 1 + k*float64(max(cfg.Clones, cfg.FinalClones))
+	nFinal := 1 + k*float64(max(cfg.Joint.Clones, cfg.Final.Clones))
 	p.Final = chmm.TrainBytes(int(min(nFinal, 1<<40)), actions, int(min(steps, 1<<40))) + 8*steps
 
 	// The held-out episode: its images and posteriors at once, and Viterbi's table
 	// (an int32 per state and step).
-	eval := float64(cfg.EvalSteps)
+	eval := float64(cfg.Eval.Steps)
 	p.Eval = VQVAEEncodeBytes(v, eval) + eval*(8+4*nFinal)
 	return p
 }

@@ -15,10 +15,10 @@ func TestEstimateParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.VQVAE.Arch, cfg.VQVAE.D, cfg.VQVAE.K, cfg.VQVAE.Side = vqvae.ArchMLP, 16, 4, 28
-	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
-	cfg.WarmupBatch, cfg.Recenter, cfg.RecenterFrames = 64, true, 1000
-	cfg.JointBatch, cfg.ChunkLen, cfg.GradFrames, cfg.FreezeVQVAE = 2, 64, 0, false
-	cfg.Clones, cfg.FinalClones = 5, 10
+	cfg.Data.Episodes, cfg.Data.Steps, cfg.Eval.Steps = 2, 600, 1000
+	cfg.Warmup.Batch, cfg.Warmup.Recenter, cfg.Warmup.RecenterFrames = 64, true, 1000
+	cfg.Joint.Batch, cfg.Joint.ChunkLen, cfg.Joint.GradFrames, cfg.Joint.FreezeVQVAE = 2, 64, 0, false
+	cfg.Joint.Clones, cfg.Final.Clones = 5, 10
 	// MLP parameters, side 28 (784 pixels), D = 16: 256×784+256, 128×256+128, 16×128+16
 	// (encoder), 128×16+128, 256×128+256, 784×256+784 (decoder).
 	const params = 200960 + 32896 + 2064 + 2176 + 33024 + 201488 // 472608

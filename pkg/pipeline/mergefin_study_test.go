@@ -136,7 +136,7 @@ func TestMergedFinaliseStudy(t *testing.T) {
 	start := time.Now()
 	var hmm *chmm.Model
 	seqs := d.sequences(tokens)
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		if hmm, err = r.em(seqs, k, d.env.NumActions()); err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 	for t := range seq.Obs {
 		seq.Obs[t] = t % 2
 	}
-	r := testFinaliser(Config{FinalPrune: 0.1, FinalPruneIters: 5, Seed: 1}, nil, nil, nil)
+	r := testFinaliser(Config{Final: FinalConfig{Prune: 0.1, PruneIters: 5}, Seed: 1}, nil, nil, nil)
 	r.st.History = []Record{{Step: 7, Phase: PhaseFinal}}
 	got, err := r.prune(hmm, []chmm.Sequence{seq}, chmm.GradConfig{LR: 0.1, Seed: 1}, "retrain")
 	if err != nil {
@@ -93,7 +93,7 @@ func TestFinalGrow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.FinalClones, cfg.FinalGrow, cfg.FinalIters, cfg.FinalPruneIters = 1, c.grow, 300, 50
+		cfg.Final.Clones, cfg.Final.BudgetDoublings, cfg.Final.Iters, cfg.Final.PruneIters = 1, c.grow, 300, 50
 		r := testFinaliser(cfg, nil, nil, nil)
 		hmm, err := r.gradient(c.seqs, share, chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1))))
 		if err != nil {
@@ -160,7 +160,7 @@ func TestFinaliseEM(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg = cfg.WithFinalTrainer(FinalEM)
-	cfg.FinalIters = 100
+	cfg.Final.Iters = 100
 	r := testFinaliser(cfg, nil, nil, nil)
 	hmm, err := r.em(seqs, 4, env.NumActions())
 	if err != nil {
@@ -179,7 +179,7 @@ func TestFinaliseEM(t *testing.T) {
 		} else {
 			missed = 0
 		}
-		if stop := missed == SplitPatience || i == cfg.FinalDoublings; stop != (i == len(bits)-1) {
+		if stop := missed == SplitPatience || i == cfg.Final.SplitRounds; stop != (i == len(bits)-1) {
 			t.Errorf("round %d: %d round(s) in a row without a gain, stopped %v: %v", i, missed, i == len(bits)-1, bits)
 		}
 	}
@@ -302,7 +302,7 @@ func TestFinalChunks(t *testing.T) {
 		above float64
 		want  bool
 	}{{"costly", cost / 2, true}, {"off", 0, false}, {"default", chmm.DefaultChunkAbove, false}} {
-		r := testFinaliser(Config{FinalChunkAbove: c.above, Seed: 1}, nil, nil, nil)
+		r := testFinaliser(Config{Final: FinalConfig{ChunkAbove: c.above}, Seed: 1}, nil, nil, nil)
 		if err := r.train(hmm.Clone(), seqs, chmm.GradConfig{Iters: 2, LR: 0.1, Seed: 1}, "finalise", ""); err != nil {
 			t.Fatal(err)
 		}
@@ -312,11 +312,11 @@ func TestFinalChunks(t *testing.T) {
 		}
 	}
 	d, err := DefaultConfig("two_rooms")
-	if err != nil || d.FinalChunkAbove != chmm.DefaultChunkAbove {
-		t.Errorf("DefaultConfig: final_chunk_above %g, %v", d.FinalChunkAbove, err)
+	if err != nil || d.Final.ChunkAbove != chmm.DefaultChunkAbove {
+		t.Errorf("DefaultConfig: final_chunk_above %g, %v", d.Final.ChunkAbove, err)
 	}
-	d.FinalChunkAbove = -1
-	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "final_chunk_above") {
+	d.Final.ChunkAbove = -1
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "final.chunk_above") {
 		t.Errorf("final_chunk_above -1: Validate = %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func TestRecenterStudy(t *testing.T) {
 	}
 	rng := func(s uint64) *rand.Rand { return rand.New(rand.NewPCG(cfg.Seed, s)) }
 	// current: k-means++ on a uniform sample
-	c, _ := vqvae.KMeans(zs[:min(n, max(cfg.RecenterFrames, K))], K, 20, rng(1))
+	c, _ := vqvae.KMeans(zs[:min(n, max(cfg.Warmup.RecenterFrames, K))], K, 20, rng(1))
 	report("kmeans uniform sample", c)
 	c, _ = vqvae.KMeans(zs, K, 50, rng(2))
 	report("kmeans all 20000", c)

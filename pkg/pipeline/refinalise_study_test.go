@@ -59,8 +59,8 @@ func TestRefinaliseStudy(t *testing.T) {
 	}
 	var patience, uniform int
 	seed := -1 // the run's
-	knob("REFINALISE_ITERS", 1, &cfg.FinalIters)
-	knob("REFINALISE_DOUBLINGS", 0, &cfg.FinalDoublings)
+	knob("REFINALISE_ITERS", 1, &cfg.Final.Iters)
+	knob("REFINALISE_DOUBLINGS", 0, &cfg.Final.SplitRounds)
 	knob("REFINALISE_PATIENCE", 1, &patience)
 	knob("REFINALISE_UNIFORM", 1, &uniform)
 	knob("REFINALISE_SEED", 0, &seed)
@@ -101,7 +101,7 @@ func TestRefinaliseStudy(t *testing.T) {
 	start := time.Now()
 	k, numActions := res.HMM.K(), res.HMM.NumActions
 	var hmm *chmm.Model
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		if hmm, err = r.em(d.sequences(tokens), k, numActions); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestRefinaliseStudy(t *testing.T) {
 		}
 		from := chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		if uniform > 0 {
-			r.s.cfg.FinalBudget = FinalFromJoint // train from this model: uniform clones, no growth
+			r.s.cfg.Final.Budget = FinalFromJoint // train from this model: uniform clones, no growth
 			from = chmm.New(chmm.UniformClones(k, uniform), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1)))
 		}
 		if hmm, err = r.gradient(d.sequences(tokens), share, from); err != nil {
@@ -136,7 +136,7 @@ func TestRefinaliseStudy(t *testing.T) {
 	eval := time.Since(start).Seconds()
 	rep.Seconds = map[string]float64{PhaseFinal: final, PhaseEval: eval, "total": final + eval}
 	made := r.st.Made
-	made.Episodes, made.Steps, made.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	made.Episodes, made.Steps, made.Clones = cfg.Data.Episodes, cfg.Data.Steps, hmm.Clones
 	rep.Trainer, rep.Training = "joint (finalisation redone)", &made
 	if err := rep.WriteTable(os.Stdout); err != nil {
 		t.Fatal(err)

@@ -100,8 +100,8 @@ func run(ctx context.Context, dir string, cfg Config, progressOut io.Writer, h *
 		return res.Report, nil
 	}
 	if st.Phase == PhaseJoint {
-		if st.JointIter > cfg.JointIters {
-			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d of %d", dir, st.JointIter, cfg.JointIters)
+		if st.JointIter > cfg.Joint.Iters {
+			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d of %d", dir, st.JointIter, cfg.Joint.Iters)
 		}
 		if want := fmt.Sprintf("joint-%06d", st.JointIter); !strings.HasPrefix(st.Checkpoint, want) {
 			return nil, fmt.Errorf("pipeline: %s: the state is at joint iteration %d but names checkpoint %q", dir, st.JointIter, st.Checkpoint)

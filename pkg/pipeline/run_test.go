@@ -30,12 +30,12 @@ func tinyConfig(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Episodes, cfg.Steps, cfg.EvalSteps = 2, 600, 1000
+	cfg.Data.Episodes, cfg.Data.Steps, cfg.Eval.Steps = 2, 600, 1000
 	cfg.VQVAE.Arch, cfg.VQVAE.D = "mlp", 16
-	cfg.WarmupEpochs, cfg.WarmupBatch = 2, 64
-	cfg.RecenterFrames = 1000
-	cfg.JointIters, cfg.ChunkLen, cfg.JointBatch, cfg.CheckpointEvery = 16, 64, 2, 5
-	cfg.FinalIters = 100
+	cfg.Warmup.Epochs, cfg.Warmup.Batch = 2, 64
+	cfg.Warmup.RecenterFrames = 1000
+	cfg.Joint.Iters, cfg.Joint.ChunkLen, cfg.Joint.Batch, cfg.Joint.CheckpointEvery = 16, 64, 2, 5
+	cfg.Final.Iters = 100
 	return cfg
 }
 
@@ -66,18 +66,18 @@ func TestDefaultConfigs(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.env, err)
 		}
-		if cfg.JointIters != 1500 || cfg.CollapseFrac != 0 || cfg.VQVAE.Tau != 0.2 || cfg.AlphaDiv != 1 || cfg.AlphaDivEnd != 0.03 {
+		if cfg.Joint.Iters != 1500 || cfg.Joint.CollapseFrac != 0 || cfg.VQVAE.Tau != 0.2 || cfg.Joint.AlphaDiv != 1 || cfg.Joint.AlphaDivEnd != 0.03 {
 			t.Errorf("%s: joint phase %d iterations, guard %g, τ %g, α_div %g → %g; want 1500, 0, 0.2, 1 → 0.03",
-				tc.env, cfg.JointIters, cfg.CollapseFrac, cfg.VQVAE.Tau, cfg.AlphaDiv, cfg.AlphaDivEnd)
+				tc.env, cfg.Joint.Iters, cfg.Joint.CollapseFrac, cfg.VQVAE.Tau, cfg.Joint.AlphaDiv, cfg.Joint.AlphaDivEnd)
 		}
-		if cfg.FinalGrow != 2 || cfg.FinalBudget != BudgetShare || cfg.FinalPrune != 0.001 {
-			t.Errorf("%s: finalisation budget %q growing %d times, pruning %g; want share, 2, 0.001", tc.env, cfg.FinalBudget, cfg.FinalGrow, cfg.FinalPrune)
+		if cfg.Final.BudgetDoublings != 2 || cfg.Final.Budget != BudgetShare || cfg.Final.Prune != 0.001 {
+			t.Errorf("%s: finalisation budget %q growing %d times, pruning %g; want share, 2, 0.001", tc.env, cfg.Final.Budget, cfg.Final.BudgetDoublings, cfg.Final.Prune)
 		}
-		if cfg.Budget != tc.budget {
-			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Budget, tc.budget)
+		if cfg.Joint.Budget != tc.budget {
+			t.Errorf("%s: budget %q, want %q", tc.env, cfg.Joint.Budget, tc.budget)
 		}
-		if cfg.VQVAE.K != tc.k || cfg.Clones != tc.clones || cfg.Episodes != tc.eps || cfg.Steps != 10000 || cfg.ChunkLen != 256 || cfg.JointBatch != 4 {
-			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.VQVAE.K, cfg.Clones, cfg.Episodes, cfg.Steps, cfg.ChunkLen, cfg.JointBatch)
+		if cfg.VQVAE.K != tc.k || cfg.Joint.Clones != tc.clones || cfg.Data.Episodes != tc.eps || cfg.Data.Steps != 10000 || cfg.Joint.ChunkLen != 256 || cfg.Joint.Batch != 4 {
+			t.Errorf("%s: K=%d clones=%d episodes=%d steps=%d chunk=%d batch=%d", tc.env, cfg.VQVAE.K, cfg.Joint.Clones, cfg.Data.Episodes, cfg.Data.Steps, cfg.Joint.ChunkLen, cfg.Joint.Batch)
 		}
 	}
 	if _, err := DefaultConfig("nowhere"); err == nil {
@@ -86,8 +86,8 @@ func TestDefaultConfigs(t *testing.T) {
 	// The arch-dependent defaults follow WithArch both ways.
 	c, _ := DefaultConfig("room")
 	mlp := c.WithArch("mlp")
-	if mlp.AlphaDivEnd != 0.1 || mlp.GradFrames != 0 || mlp.CollapseLevel != 0.25 {
-		t.Errorf("MLP: α_div end %g, grad frames %d, collapse level %g; want 0.1, 0, 0.25", mlp.AlphaDivEnd, mlp.GradFrames, mlp.CollapseLevel)
+	if mlp.Joint.AlphaDivEnd != 0.1 || mlp.Joint.GradFrames != 0 || mlp.Joint.CollapseLevel != 0.25 {
+		t.Errorf("MLP: α_div end %g, grad frames %d, collapse level %g; want 0.1, 0, 0.25", mlp.Joint.AlphaDivEnd, mlp.Joint.GradFrames, mlp.Joint.CollapseLevel)
 	}
 	if back := mlp.WithArch("conv"); back != c {
 		t.Errorf("conv → mlp → conv: %+v, want %+v", back, c)
@@ -101,21 +101,23 @@ func TestConfigValidate(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"dataset", func(c *Config) { c.Dataset = "cifar" }, "dataset"},
-		{"chunk", func(c *Config) { c.ChunkLen = 1 }, "chunk_len"},
-		{"budget", func(c *Config) { c.Budget = "labels" }, "budget"},
-		{"lambda", func(c *Config) { c.Lambda = -1 }, "lambda"},
-		{"collapse", func(c *Config) { c.CollapseFrac = 1 }, "collapse_frac"},
-		{"k", func(c *Config) { c.VQVAE.K = 1 }, "K=1"},
-		{"arch", func(c *Config) { c.VQVAE.Arch = "resnet" }, "Arch"},
-		{"final trainer", func(c *Config) { c.FinalTrainer = "adam" }, `final_trainer="adam" (want "gradient" or "em")`},
-		{"final doublings", func(c *Config) { c.FinalDoublings = 17 }, "final_doublings=17 (need 0..16)"},
-		{"EM iterations", func(c *Config) { *c = c.WithFinalTrainer(FinalEM); c.FinalIters = 0 }, `final_iters=0 (final_trainer "em" needs ≥ 1)`},
-		{"merge bar", func(c *Config) { c.MergeCodes = math.NaN() }, "merge_codes=NaN"},
-		{"merge size", func(c *Config) { c.VQVAE.K, c.MergeCodes = 200, 30 }, "merge_codes with vqvae.k=200 (need k ≤ 128"},
-		{"token merge bar", func(c *Config) { c.MergeTokens = -1 }, "merge_tokens=-1 (need 0..1e6)"},
-		{"token merge size", func(c *Config) { c.VQVAE.K, c.MergeTokens = 200, 30 }, "merge_tokens with vqvae.k=200 (need k ≤ 128"},
-		{"token merge from joint", func(c *Config) { c.MergeTokens, c.FinalBudget = 30, FinalFromJoint }, `merge_tokens with final_budget="joint"`},
+		{"dataset", func(c *Config) { c.Dataset = "cifar" }, "dataset=cifar: need mnist or fashion"},
+		{"chunk", func(c *Config) { c.Joint.ChunkLen = 1 }, "joint.chunk_len=1: need an integer in [2, 10000000]"},
+		{"chunk above steps", func(c *Config) { c.Joint.ChunkLen = c.Data.Steps + 1 }, "joint.chunk_len=10001: need at most data.steps = 10000"},
+		{"budget", func(c *Config) { c.Joint.Budget = "labels" }, "joint.budget=labels: need uniform or share"},
+		{"lambda", func(c *Config) { c.Joint.Lambda = -1 }, "joint.lambda=-1: need a number in [0, 1000]"},
+		{"collapse", func(c *Config) { c.Joint.CollapseFrac = 1 }, "joint.collapse_frac=1: need a number in [0, 1)"},
+		{"k", func(c *Config) { c.VQVAE.K = 1 }, "vqvae.k=1: need an integer in [2, 4096]"},
+		{"arch", func(c *Config) { c.VQVAE.Arch = "resnet" }, "vqvae.arch=resnet: need conv or mlp"},
+		{"final trainer", func(c *Config) { c.Final.Trainer = "adam" }, "final.trainer=adam: need gradient or em"},
+		{"split rounds", func(c *Config) { c.Final.SplitRounds = 17 }, "final.split_rounds=17: need an integer in [0, 16]"},
+		{"EM iterations", func(c *Config) { *c = c.WithFinalTrainer(FinalEM); c.Final.Iters = 0 }, "final.iters=0: need at least 1 with final.trainer=em"},
+		{"merge bar", func(c *Config) { c.Warmup.MergeCodes = math.NaN() }, "warmup.merge_codes=NaN"},
+		{"merge size", func(c *Config) { c.VQVAE.K, c.Warmup.MergeCodes = 200, 30 }, "warmup.merge_codes=30 with vqvae.k=200: need k ≤ 128"},
+		{"token merge bar", func(c *Config) { c.Final.MergeTokens = -1 }, "final.merge_tokens=-1: need a number in [0, 1000000]"},
+		{"token merge size", func(c *Config) { c.VQVAE.K, c.Final.MergeTokens = 200, 30 }, "final.merge_tokens=30 with vqvae.k=200: need k ≤ 128"},
+		{"token merge from joint", func(c *Config) { c.Final.MergeTokens, c.Final.Budget = 30, FinalFromJoint }, "final.merge_tokens=30 with final.budget=joint"},
+		{"warm-up overflow", func(c *Config) { c.Warmup.Epochs = 1 << 62 }, "warmup.epochs=4611686018427387904: need an integer in [0, 1000]"},
 	} {
 		c := base
 		tc.edit(&c)
@@ -179,7 +181,7 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &runState{LambdaScale: 1}
-	r := &jointRun{s: &session{cfg: Config{CollapseFrac: 0.75, ThrottleFactor: 0.5}}, ck: &checkpoint{st: st}, st: st, j: j}
+	r := &jointRun{s: &session{cfg: Config{Joint: JointConfig{CollapseFrac: 0.75, ThrottleFactor: 0.5}}}, ck: &checkpoint{st: st}, st: st, j: j}
 	step := func(ppl float64) string {
 		r.st.JointIter++
 		ev, _, err := r.monitor(ppl)
@@ -240,10 +242,10 @@ func TestMonitorRollsBackPerceptionOnly(t *testing.T) {
 // run completes.
 func TestForcedCollapseIsHandled(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.Lambda, cfg.AlphaDiv, cfg.AnnealFrac, cfg.JointLR = 300, 0, 0, 3e-3
-	cfg.JointIters = 40
-	cfg.CollapseFrac = 0.75 // the guard is off by default
-	cfg.CollapseLevel = 0   // the reference-like guard alone
+	cfg.Joint.Lambda, cfg.Joint.AlphaDiv, cfg.Joint.AnnealFrac, cfg.Joint.LR = 300, 0, 0, 3e-3
+	cfg.Joint.Iters = 40
+	cfg.Joint.CollapseFrac = 0.75 // the guard is off by default
+	cfg.Joint.CollapseLevel = 0   // the reference-like guard alone
 	dir := t.TempDir()
 	if _, err := Run(context.Background(), dir, cfg, progressOut()); err != nil {
 		t.Fatal(err)
@@ -289,8 +291,8 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	ra, _ := LoadRun(a)
 	rb, _ := LoadRun(b)
 	ha, hb := phaseRows(ra.History, PhaseJoint), phaseRows(rb.History, PhaseJoint)
-	if len(ha) != cfg.JointIters || len(hb) != cfg.JointIters {
-		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.JointIters)
+	if len(ha) != cfg.Joint.Iters || len(hb) != cfg.Joint.Iters {
+		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.Joint.Iters)
 	}
 	for i := range ha {
 		if ha[i].Rec != hb[i].Rec || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Perplexity != hb[i].Perplexity {
@@ -301,9 +303,9 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		t.Errorf("reports differ: %+v / %+v", repA.ViterbiMap, repB.ViterbiMap)
 	}
 	// The label-free diagnosis covers every training step and the held-out episode.
-	if d := repA.Diagnosis; d == nil || d.Verdict == nil || d.Steps != cfg.Episodes*cfg.Steps || d.HeldOutSteps != cfg.EvalSteps ||
+	if d := repA.Diagnosis; d == nil || d.Verdict == nil || d.Steps != cfg.Data.Episodes*cfg.Data.Steps || d.HeldOutSteps != cfg.Eval.Steps ||
 		d.Verdict.Text != d.Judge(true).Text {
-		t.Errorf("diagnosis %+v, want %d training and %d held-out steps with a verdict", d, cfg.Episodes*cfg.Steps, cfg.EvalSteps)
+		t.Errorf("diagnosis %+v, want %d training and %d held-out steps with a verdict", d, cfg.Data.Episodes*cfg.Data.Steps, cfg.Eval.Steps)
 	}
 	// A finished run is loaded, not retrained.
 	info, _ := os.Stat(filepath.Join(a, CHMMFile))
@@ -317,7 +319,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	}
 	// A different configuration is refused.
 	other := cfg
-	other.Lambda = 2
+	other.Joint.Lambda = 2
 	if _, err := Run(context.Background(), a, other, nil); err == nil || !strings.Contains(err.Error(), "lambda") {
 		t.Errorf("changed config: %v, want an error naming lambda", err)
 	}
@@ -357,13 +359,13 @@ func TestAlphaAt(t *testing.T) {
 	r := struct {
 		cfg Config
 		st  *runState
-	}{Config{JointIters: 11, AlphaDiv: 1}, &runState{}}
+	}{Config{Joint: JointConfig{Iters: 11, AlphaDiv: 1}}, &runState{}}
 	for _, it := range []int{0, 5, 10} {
 		if got := alphaAt(r.cfg, r.st, it); got != 1 {
 			t.Errorf("no anneal: alphaAt(%d) = %g, want 1", it, got)
 		}
 	}
-	r.cfg.AlphaDivEnd = 0.1
+	r.cfg.Joint.AlphaDivEnd = 0.1
 	for _, c := range []struct {
 		it   int
 		want float64
@@ -377,7 +379,7 @@ func TestAlphaAt(t *testing.T) {
 	if got := alphaAt(r.cfg, r.st, 8); math.Abs(got-4*0.46) > 1e-12 {
 		t.Errorf("scaled alphaAt(8) = %g, want %g", got, 4*0.46)
 	}
-	r.cfg.AlphaDiv, r.cfg.AlphaDivEnd = 0, 0
+	r.cfg.Joint.AlphaDiv, r.cfg.Joint.AlphaDivEnd = 0, 0
 	if got := alphaAt(r.cfg, r.st, 3); math.Abs(got-0.4) > 1e-12 {
 		t.Errorf("scaled alphaAt with α_div 0 = %g, want 0.4", got)
 	}
@@ -390,7 +392,7 @@ func TestAlphaAtStopChurn(t *testing.T) {
 	r := struct {
 		cfg Config
 		st  *runState
-	}{Config{JointIters: 20, AlphaDiv: 1, AlphaDivEnd: 0.1, StopChurn: 0.01}, &runState{}}
+	}{Config{Joint: JointConfig{Iters: 20, AlphaDiv: 1, AlphaDivEnd: 0.1, StopChurn: 0.01}}, &runState{}}
 	check := func(it int, want float64) {
 		t.Helper()
 		if got := alphaAt(r.cfg, r.st, it); math.Abs(got-want) > 1e-12 {
@@ -419,7 +421,7 @@ func TestAlphaAtStopChurn(t *testing.T) {
 // resumes to the same history and report.
 func TestStopChurn(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.JointIters, cfg.CheckpointEvery, cfg.AnnealFrac, cfg.StopChurn = 40, 5, 0.25, 1
+	cfg.Joint.Iters, cfg.Joint.CheckpointEvery, cfg.Joint.AnnealFrac, cfg.Joint.StopChurn = 40, 5, 0.25, 1
 	// ramp ends at 10, the first churn is at 10 (5 has no previous tokens): anneal
 	// 10..19, stop at the first checkpoint ≥ 20.
 	a := t.TempDir()
@@ -480,8 +482,8 @@ func TestStopChurn(t *testing.T) {
 // recorded in the state, the history and the report; the run ends with a report.
 func TestCollapseInterventionRollsBack(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.Lambda, cfg.AlphaDiv, cfg.AlphaDivEnd, cfg.AnnealFrac, cfg.JointLR = 3, 0, 0, 0, 3e-3
-	cfg.JointIters, cfg.CollapseLevel, cfg.MaxInterventions = 60, 0.25, 6
+	cfg.Joint.Lambda, cfg.Joint.AlphaDiv, cfg.Joint.AlphaDivEnd, cfg.Joint.AnnealFrac, cfg.Joint.LR = 3, 0, 0, 0, 3e-3
+	cfg.Joint.Iters, cfg.Joint.CollapseLevel, cfg.Joint.MaxInterventions = 60, 0.25, 6
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), dir, cfg, progressOut())
 	if err != nil {
@@ -498,7 +500,7 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 	alpha, lr := 1.0, 1.0
 	for _, iv := range st.Interventions {
 		alpha, lr = 2*alpha, lr/2
-		if iv.AlphaScale != alpha || iv.LRScale != lr || iv.RolledBackTo >= iv.Iter || iv.RolledBackTo%cfg.CheckpointEvery != 0 {
+		if iv.AlphaScale != alpha || iv.LRScale != lr || iv.RolledBackTo >= iv.Iter || iv.RolledBackTo%cfg.Joint.CheckpointEvery != 0 {
 			t.Errorf("intervention %+v: want α scale %g, rate scale %g, a checkpoint before the detection", iv, alpha, lr)
 		}
 	}
@@ -513,8 +515,8 @@ func TestCollapseInterventionRollsBack(t *testing.T) {
 		}
 		next++
 	}
-	if next-1 != cfg.JointIters {
-		t.Errorf("joint history ends at step %d, want %d", next-1, cfg.JointIters)
+	if next-1 != cfg.Joint.Iters {
+		t.Errorf("joint history ends at step %d, want %d", next-1, cfg.Joint.Iters)
 	}
 	if events != len(st.Interventions) {
 		t.Errorf("%d intervention events in the history, %d in the state", events, len(st.Interventions))
@@ -538,7 +540,7 @@ func TestLegacyFlatConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.VQVAE.Tau, cfg.VQVAE.Classify = 0.5, true
-	nested, err := json.Marshal(cfg)
+	nested, err := json.Marshal(v1Flat(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +628,7 @@ func (c cancelOn) Write(p []byte) (int, error) {
 // lost: a run resumed four times reported a 66-second warm-up that took 20 minutes).
 func TestInterruptedWarmupKeepsSeconds(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.WarmupEpochs = 6
+	cfg.Warmup.Epochs = 6
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
@@ -708,7 +710,7 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	// The diagnosis counts the rounds split past the kept map; a finalisation stopped
 	// before its last round stopped on SplitPatience rounds without a gain.
 	past := len(ta.HeldOutBits) - 1 - ta.Doublings
-	if d := repA.Diagnosis; d == nil || d.SplitsPast != past || len(ta.HeldOutBits)-1 < cfg.FinalDoublings && past < SplitPatience {
+	if d := repA.Diagnosis; d == nil || d.SplitsPast != past || len(ta.HeldOutBits)-1 < cfg.Final.SplitRounds && past < SplitPatience {
 		t.Errorf("diagnosis %+v: want %d split rounds past the kept round %d of %v", d, past, ta.Doublings, ta.HeldOutBits)
 	}
 	if st, err := readState(b); err != nil || st.FinalEM != nil || len(st.Files) != len(mustState(t, a).Files) {
@@ -778,7 +780,7 @@ func TestFinalEMResumesWithinRound(t *testing.T) {
 func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {
 	t.Helper()
 	cfg := tinyConfig(t)
-	cfg.FinalTrainer, cfg.FinalIters, cfg.FinalDoublings = FinalEM, 20, 3
+	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 20, 3
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), dir, cfg, progressOut())
 	if err != nil {
@@ -803,8 +805,8 @@ func mustState(t *testing.T, dir string) *runState {
 // a damaged checkpoint is refused and no checkpoint file is left.
 func TestFinalGradResumesIdentically(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.FinalClones = 1 // binds: the budget doubles at least once, given walks long enough
-	cfg.Steps, cfg.WarmupEpochs = 3000, 1
+	cfg.Final.Clones = 1 // binds: the budget doubles at least once, given walks long enough
+	cfg.Data.Steps, cfg.Warmup.Epochs = 3000, 1
 	a := t.TempDir()
 	var outA strings.Builder
 	repA, err := Run(context.Background(), a, cfg, &outA)
@@ -876,8 +878,8 @@ func TestFinalGradResumesIdentically(t *testing.T) {
 // saved and ends with the map, record and history of the uninterrupted run.
 func TestFinalGradResumesWithinTraining(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.FinalClones = 1 // binds: the budget doubles at least once, given walks long enough
-	cfg.Steps, cfg.WarmupEpochs = 3000, 1
+	cfg.Final.Clones = 1 // binds: the budget doubles at least once, given walks long enough
+	cfg.Data.Steps, cfg.Warmup.Epochs = 3000, 1
 	a := t.TempDir()
 	repA, err := Run(context.Background(), a, cfg, nil)
 	if err != nil {
@@ -1030,7 +1032,7 @@ func TestPretrainStartsJointFromAMap(t *testing.T) {
 	}
 	cfg := tinyConfig(t)
 	cold, repCold := first(cfg)
-	cfg.PretrainIters = 300
+	cfg.Joint.PretrainIters = 300
 	warm, repWarm := first(cfg)
 	t.Logf("HMM term of the first joint step: %.4f nats per step cold, %.4f pre-trained", cold, warm)
 	if !(warm < cold-0.5) {
@@ -1043,8 +1045,8 @@ func TestPretrainStartsJointFromAMap(t *testing.T) {
 		}
 		return m
 	}
-	if n, ok := runs(repWarm)["pretrain"]; !ok || n < 2 || n > cfg.PretrainIters+1 {
-		t.Errorf("pre-trained run's training runs %v, want a pretrain run of at most %d iterations", runs(repWarm), cfg.PretrainIters+1)
+	if n, ok := runs(repWarm)["pretrain"]; !ok || n < 2 || n > cfg.Joint.PretrainIters+1 {
+		t.Errorf("pre-trained run's training runs %v, want a pretrain run of at most %d iterations", runs(repWarm), cfg.Joint.PretrainIters+1)
 	}
 	if _, ok := runs(repCold)["pretrain"]; ok {
 		t.Errorf("cold run records a pre-training: %v", runs(repCold))
@@ -1080,7 +1082,7 @@ func runAndResume(t *testing.T, cfg Config) (a, b string, repA *evaluate.Report)
 // diversity term's target shares come back from the state.
 func TestMergeCodesResumes(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.VQVAE.K, cfg.MergeCodes = 12, 3
+	cfg.VQVAE.K, cfg.Warmup.MergeCodes = 12, 3
 	a, b, repA := runAndResume(t, cfg)
 	j := repA.Training.Joint
 	groups := slices.Max(j.CodesMerged) + 1
@@ -1092,8 +1094,8 @@ func TestMergeCodesResumes(t *testing.T) {
 	ra, _ := LoadRun(a)
 	rb, _ := LoadRun(b)
 	ha, hb := phaseRows(ra.History, PhaseJoint), phaseRows(rb.History, PhaseJoint)
-	if len(ha) != cfg.JointIters || len(hb) != len(ha) {
-		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.JointIters)
+	if len(ha) != cfg.Joint.Iters || len(hb) != len(ha) {
+		t.Fatalf("joint rows %d and %d, want %d", len(ha), len(hb), cfg.Joint.Iters)
 	}
 	for i := range ha {
 		if ha[i].Div != hb[i].Div || ha[i].NLLPerStep != hb[i].NLLPerStep || ha[i].Rec != hb[i].Rec {
@@ -1108,7 +1110,7 @@ func TestMergeCodesResumes(t *testing.T) {
 // phase resumes to the same map file and finalisation history.
 func TestMergeTokens(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.VQVAE.K, cfg.ScaledEmissions, cfg.MergeTokens = 12, true, 3
+	cfg.VQVAE.K, cfg.Joint.ScaledEmissions, cfg.Final.MergeTokens = 12, true, 3
 	a, b, repA := runAndResume(t, cfg)
 	j := repA.Training.Joint
 	groups := slices.Max(j.TokensMerged) + 1
@@ -1133,22 +1135,24 @@ func TestMergeTokens(t *testing.T) {
 	}
 }
 
-// TestScaledEmissionsConfig: a run's config.json written without scaled_emissions
-// (every run before the option, and every run without it since: the field is omitted
-// when false) reads as the posterior emissions; one written with it reads it back.
+// TestScaledEmissionsConfig: a run's version-1 config.json written without
+// scaled_emissions (every run before the option, and every run without it since: the
+// field was omitted when false) reads as the posterior emissions; one written with it
+// reads it back.
 func TestScaledEmissionsConfig(t *testing.T) {
 	for _, scaled := range []bool{false, true} {
 		cfg, err := DefaultConfig("aliased")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.ScaledEmissions = scaled
-		raw, err := json.Marshal(cfg)
+		cfg.Joint.ScaledEmissions = scaled
+		flat := v1Flat(cfg)
+		if !scaled {
+			delete(flat, "scaled_emissions")
+		}
+		raw, err := json.Marshal(flat)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if strings.Contains(string(raw), "scaled_emissions") != scaled {
-			t.Errorf("scaled %v: config.json %s", scaled, raw)
 		}
 		got, err := parseRunConfig(raw, "config.json")
 		if err != nil || !reflect.DeepEqual(got, cfg) {

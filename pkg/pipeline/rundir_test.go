@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -125,10 +126,10 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 			write(t, p, append(read(t, p), ' '))
 		}, cfg, ReportFile},
 		{"finished: config.json removed, other env asked", finished, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
-		{"finished: config.json edited (joint_iters) and asked for", finished, func(t *testing.T, d string) {
+		{"finished: config.json edited (joint.iters) and asked for", finished, func(t *testing.T, d string) {
 			p := filepath.Join(d, ConfigFile)
-			write(t, p, []byte(strings.Replace(string(read(t, p)), `"joint_iters": 16`, `"joint_iters": 20`, 1)))
-		}, func() Config { c := cfg; c.JointIters = 20; return c }(), "not the configuration this run was trained with"},
+			write(t, p, []byte(strings.Replace(string(read(t, p)), `"iters": 16,`, `"iters": 20,`, 1)))
+		}, func() Config { c := cfg; c.Joint.Iters = 20; return c }(), "not the configuration this run was trained with"},
 		{"finished: config.json from the seed-2 run", finished, func(t *testing.T, d string) {
 			write(t, filepath.Join(d, ConfigFile), read(t, filepath.Join(other, ConfigFile)))
 		}, cfg2, "not the configuration"},
@@ -151,7 +152,7 @@ func TestRunDirectoryCannotLie(t *testing.T) {
 		{"state.gob: joint iteration beyond joint_iters", partial, func(t *testing.T, d string) { forgeState(t, d, func(s *runState) { s.JointIter = 99 }) }, cfg, "joint iteration 99 of 16"},
 		{"interrupted: config.json removed, other env asked", partial, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) }, corridors, "no config.json"},
 		{"interrupted: config.json removed, fewer joint iterations asked", partial, func(t *testing.T, d string) { os.Remove(filepath.Join(d, ConfigFile)) },
-			func() Config { c := cfg; c.JointIters = 5; return c }(), "no config.json"},
+			func() Config { c := cfg; c.Joint.Iters = 5; return c }(), "no config.json"},
 		{"interrupted: checkpoint from the seed-2 run", partial, func(t *testing.T, d string) {
 			write(t, filepath.Join(d, stPartial.Checkpoint), read(t, filepath.Join(other, stOther.Checkpoint)))
 		}, cfg, "copied from another run"},
@@ -219,7 +220,7 @@ func TestRunDirectoryLock(t *testing.T) {
 // not with today's defaults.
 func TestRunConfigRoundTrip(t *testing.T) {
 	cfg := tinyConfig(t)
-	cfg.Jitter, cfg.FinalPrune, cfg.AlphaDivEnd = 0, 0, 0
+	cfg.Joint.Jitter, cfg.Final.Prune, cfg.Joint.AlphaDivEnd = 0, 0, 0
 	d := t.TempDir()
 	stop := cfg
 	stop.StopAfterJoint = 4
@@ -236,21 +237,20 @@ func TestRunConfigRoundTrip(t *testing.T) {
 	if res.Config != cfg {
 		t.Errorf("loaded config differs: %v", diffFields(res.Config, cfg))
 	}
-	// A legacy file without the omitted fields reads them as what they meant then
+	// A version-1 file without the omitted fields reads them as what they meant then
 	// (zero; final_tol 1e-5), not as today's defaults.
 	p := filepath.Join(d, ConfigFile)
-	raw, _ := os.ReadFile(p)
-	var kept []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.Contains(line, `"jitter"`) && !strings.Contains(line, `"final_prune"`) && !strings.Contains(line, `"final_tol"`) {
-			kept = append(kept, line)
-		}
-	}
-	if err := os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+	flat := v1Flat(cfg)
+	delete(flat, "jitter")
+	delete(flat, "final_prune")
+	delete(flat, "final_tol")
+	raw, _ := json.MarshalIndent(flat, "", "  ")
+	kept := strings.Split(string(raw), "\n")
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := readRunConfig(p); err != nil || c.Jitter != 0 || c.FinalPrune != 0 || c.FinalTol != 1e-5 {
-		t.Errorf("legacy config: jitter %d, final_prune %g, final_tol %g, err %v; want 0, 0, 1e-5", c.Jitter, c.FinalPrune, c.FinalTol, err)
+	if c, err := readRunConfig(p); err != nil || c.Joint.Jitter != 0 || c.Final.Prune != 0 || c.Final.Tol != 1e-5 {
+		t.Errorf("legacy config: jitter %d, final_prune %g, final_tol %g, err %v; want 0, 0, 1e-5", c.Joint.Jitter, c.Final.Prune, c.Final.Tol, err)
 	}
 	// A field that every version wrote is required.
 	if err := os.WriteFile(p, []byte(strings.Replace(strings.Join(kept, "\n"), `"seed"`, `"seed_x"`, 1)), 0o644); err != nil {
@@ -442,7 +442,7 @@ func TestLegacyStateExtra(t *testing.T) {
 	if !reflect.DeepEqual(st.Made, want) {
 		t.Errorf("made\n%+v\nwant\n%+v", st.Made, want)
 	}
-	cfg := Config{Episodes: 4, Steps: 100, JointIters: 30, VQVAE: vqvae.Config{Arch: vqvae.ArchMLP}, GradFrames: 0}
+	cfg := Config{Data: DataConfig{Episodes: 4, Steps: 100}, Joint: JointConfig{Iters: 30, GradFrames: 0}, VQVAE: vqvae.Config{Arch: vqvae.ArchMLP}}
 	tr := st.training(cfg, chmm.New([]int{2, 2}, 4, rand.New(rand.NewPCG(1, 1))))
 	j := tr.Joint
 	if tr.Episodes != 4 || tr.Steps != 100 || !slices.Equal(tr.Clones, []int{2, 2}) || j.Arch != "mlp" || j.Iters != 30 ||

@@ -86,9 +86,9 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg = cfg.WithFinalTrainer(FinalEM)
-		cfg.FinalIters = 60
+		cfg.Final.Iters = 60
 		if c.doublings > 0 {
-			cfg.FinalDoublings = c.doublings
+			cfg.Final.SplitRounds = c.doublings
 		}
 		var out strings.Builder
 		f := testFinaliser(cfg, nil, &out, nil)

@@ -186,12 +186,12 @@ func (st *runState) scales() (alpha, lr float64) {
 // half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
 // that started it (at the latest, the last JointIters/4).
 func (st *runState) anneal(cfg Config) (start, length int) {
-	if cfg.StopChurn == 0 {
-		half := cfg.JointIters / 2
-		return half, cfg.JointIters - half
+	if cfg.Joint.StopChurn == 0 {
+		half := cfg.Joint.Iters / 2
+		return half, cfg.Joint.Iters - half
 	}
-	length = max(1, cfg.JointIters/4)
-	start = cfg.JointIters - length
+	length = max(1, cfg.Joint.Iters/4)
+	start = cfg.Joint.Iters - length
 	if st.AnnealStart > 0 {
 		start = min(start, st.AnnealStart)
 	}

@@ -122,7 +122,7 @@ func refinalise(t *testing.T, res *Result, d *data, rows [][]float32) {
 	r := testFinaliser(cfg, d, os.Stderr, nil)
 	start := time.Now()
 	var hmm *chmm.Model
-	if cfg.FinalTrainer == FinalEM {
+	if cfg.Final.Trainer == FinalEM {
 		hmm, err = r.em(d.sequences(tokens), k, res.HMM.NumActions)
 	} else {
 		hmm, err = r.gradient(d.sequences(tokens), share, chmm.New(chmm.UniformClones(k, 1), res.HMM.NumActions, rand.New(rand.NewPCG(1, 1))))
@@ -144,7 +144,7 @@ func refinalise(t *testing.T, res *Result, d *data, rows [][]float32) {
 	}
 	rep.Seconds = map[string]float64{PhaseFinal: final}
 	made := r.st.Made
-	made.Episodes, made.Steps, made.Clones = cfg.Episodes, cfg.Steps, hmm.Clones
+	made.Episodes, made.Steps, made.Clones = cfg.Data.Episodes, cfg.Data.Steps, hmm.Clones
 	rep.Trainer, rep.Training = "joint (tokens split, finalisation redone)", &made
 	if err := rep.WriteTable(os.Stdout); err != nil {
 		t.Fatal(err)

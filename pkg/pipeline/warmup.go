@@ -47,7 +47,7 @@ func trainVQVAE(s *session, ck *checkpoint) (*vqvae.Model, error) {
 		return nil, err
 	}
 	frames := vqvae.BankFrames{Bank: s.d.train, Index: s.d.allFrames}
-	total := cfg.WarmupEpochs * (frames.Len() / cfg.WarmupBatch)
+	total := cfg.Warmup.Epochs * (frames.Len() / cfg.Warmup.Batch)
 	if total == 0 && !m.Initialised() {
 		n := min(frames.Len(), 1024)
 		if err := m.InitFromData(s.d.train.Floats(s.d.allFrames[:n], nil)); err != nil {
@@ -58,7 +58,7 @@ func trainVQVAE(s *session, ck *checkpoint) (*vqvae.Model, error) {
 	if s.out != nil && m.Steps() < total {
 		bar = progress.New(s.out, "warm-up", total).Every(2 * time.Second).From(m.Steps())
 	}
-	wcfg := vqvae.WarmupConfig{Epochs: cfg.WarmupEpochs, Batch: cfg.WarmupBatch, LR: cfg.WarmupLR,
+	wcfg := vqvae.WarmupConfig{Epochs: cfg.Warmup.Epochs, Batch: cfg.Warmup.Batch, LR: cfg.Warmup.LR,
 		Checkpoint: ck.path(warmupNext), MaxSteps: 25}
 	for m.Steps() < total {
 		if err := s.ctx.Err(); err != nil {
@@ -123,8 +123,8 @@ func commitWarmup(ck *checkpoint, steps int) error {
 // records the kept codes in the state.
 func compactTokens(s *session, ck *checkpoint, m *vqvae.Model) (*vqvae.Model, []int, []float64, error) {
 	cfg, d := s.cfg, s.d
-	if cfg.Recenter {
-		n := min(len(d.allFrames), max(cfg.RecenterFrames, cfg.VQVAE.K))
+	if cfg.Warmup.Recenter {
+		n := min(len(d.allFrames), max(cfg.Warmup.RecenterFrames, cfg.VQVAE.K))
 		sample := rand.New(rand.NewPCG(cfg.Seed, 0x5ce7)).Perm(len(d.allFrames))[:n]
 		idx := make([]int, n)
 		for i, f := range sample {
@@ -163,7 +163,7 @@ func compactTokens(s *session, ck *checkpoint, m *vqvae.Model) (*vqvae.Model, []
 		tokens[i] = relabel[tokens[i]]
 	}
 	var vq *vqvae.Model
-	if cfg.MergeCodes > 0 {
+	if cfg.Warmup.MergeCodes > 0 {
 		if vq, tokens, share, err = mergeCodes(s, ck.st, m, keep, tokens, share); err != nil {
 			return nil, nil, nil, err
 		}
@@ -183,7 +183,7 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 	cfg, st := s.cfg, ck.st
 	st.joint().Warmup = s.d.tokenEntropies(tokens)
 	st.Share = share
-	st.Clones = cloneBudget(cfg.Clones, cfg.Budget, share)
+	st.Clones = cloneBudget(cfg.Joint.Clones, cfg.Joint.Budget, share)
 	h0 := 0.0
 	for _, p := range share {
 		h0 -= p * math.Log(p)
@@ -191,10 +191,10 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 	st.WarmPPL, st.AlphaScale, st.LRScale = math.Exp(h0), 1, 1
 	hmm := chmm.New(st.Clones, s.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
 	st.Seconds["compact"] += time.Since(start).Seconds()
-	if cfg.PretrainIters > 0 {
+	if cfg.Joint.PretrainIters > 0 {
 		start = time.Now()
-		gc := chmm.GradConfig{Iters: cfg.PretrainIters, LR: cfg.FinalLR, EntropyWeight: cfg.FinalEntropy,
-			Patience: cfg.FinalPatience, Tol: cfg.FinalTol, Seed: cfg.Seed, Stop: s.ctx.Err}
+		gc := chmm.GradConfig{Iters: cfg.Joint.PretrainIters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
+			Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, Seed: cfg.Seed, Stop: s.ctx.Err}
 		h, err := trainShown(s, hmm, s.d.sequences(tokens), gc, "HMM pre-training")
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: HMM pre-training: %w", err)
@@ -204,13 +204,13 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 		st.Seconds["pretrain"] += time.Since(start).Seconds()
 		start = time.Now()
 	}
-	j, err := NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.JointLR, cfg.JointLR*cfg.HMMLRFactor)
+	j, err := NewJoint(vq, hmm, cfg.VQVAE.Beta, cfg.Joint.LR, cfg.Joint.LR*cfg.Joint.HMMLRFactor)
 	if err != nil {
 		return nil, err
 	}
-	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = cfg.FreezeVQVAE, cfg.NoLengthNorm, cfg.GradFrames
-	j.Scaled = cfg.ScaledEmissions
-	if cfg.MergeCodes > 0 {
+	j.FreezeVQ, j.NoLengthNorm, j.GradFrames = cfg.Joint.FreezeVQVAE, cfg.Joint.NoLengthNorm, cfg.Joint.GradFrames
+	j.Scaled = cfg.Joint.ScaledEmissions
+	if cfg.Warmup.MergeCodes > 0 {
 		j.Share = share
 	}
 	st.LambdaScale = 1
@@ -233,12 +233,12 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 // frames' merged tokens and the merged tokens' shares, and records the merge in st
 // (CodesMerged; Codes keeps the kept codes).
 func mergeCodes(s *session, st *runState, m *vqvae.Model, keep, tokens []int, share []float64) (*vqvae.Model, []int, []float64, error) {
-	group, n, err := chmm.MergeTokens(s.d.sequences(tokens), len(keep), s.d.env.NumActions(), s.cfg.MergeCodes)
+	group, n, err := chmm.MergeTokens(s.d.sequences(tokens), len(keep), s.d.env.NumActions(), s.cfg.Warmup.MergeCodes)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pipeline: merging codes: %w", err)
 	}
 	if n < 2 {
-		return nil, nil, nil, fmt.Errorf("pipeline: merge_codes=%g merges all %d codes into one token: the walks tell none apart at that bar; lower it", s.cfg.MergeCodes, len(keep))
+		return nil, nil, nil, fmt.Errorf("pipeline: warmup.merge_codes=%g merges all %d codes into one token: the walks tell none apart at that bar; lower it", s.cfg.Warmup.MergeCodes, len(keep))
 	}
 	cb := m.Codebook()
 	reps := make([]int, n)
