@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -121,11 +122,26 @@ func Plot(p *plot.Plot, w, h vg.Length) error {
 
 // Check stops the cell when err is not nil: it flushes the displayed output, prints
 // "error: err" to stderr and exits with status 1 (which the notebook test reports).
+// In a GoNB kernel, a cell that meets an error another cell of the kernel has already
+// shown (a cell depending on a run that failed) prints one short line instead, and
+// one that refuses to resume an interrupted training (*Interrupted, Later) prints its
+// one line of advice; both exit with status 0, so that the line is all they show.
 func Check(err error) {
 	if err == nil {
 		return
 	}
 	Sync()
+	var intr *Interrupted
+	if errors.As(err, &intr) && intr.Later {
+		fmt.Fprintln(stderr, intr.Error())
+		exit(0)
+		return
+	}
+	if shownBefore(err.Error()) {
+		fmt.Fprintln(stderr, shortError(err.Error()))
+		exit(0)
+		return
+	}
 	fmt.Fprintf(stderr, "error: %v\n", err)
 	exit(1)
 }
