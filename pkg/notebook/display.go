@@ -71,6 +71,35 @@ func Markdown(md string) { Output(MIMEMarkdown, []byte(md)) }
 // Markdownf displays fmt.Sprintf(format, args...) as markdown.
 func Markdownf(format string, args ...any) { Markdown(fmt.Sprintf(format, args...)) }
 
+// ResultMarkdown displays a results document (a table file of results/, with its
+// title and notes) inside a notebook: its headings become bold paragraphs, so that
+// they do not compete with the notebook's own sections.
+func ResultMarkdown(md string) { Markdown(demoteHeadings(md)) }
+
+// demoteHeadings rewrites the ATX headings of md ("# Title") outside code fences as
+// bold paragraphs ("**Title**").
+func demoteHeadings(md string) string {
+	lines := strings.Split(md, "\n")
+	fenced := false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(t, "#") {
+			continue
+		}
+		text := strings.TrimLeft(t, "#")
+		if len(t)-len(text) > 6 || text != "" && text[0] != ' ' {
+			continue
+		}
+		if text = strings.TrimSpace(strings.TrimRight(text, "# ")); text != "" {
+			lines[i] = "**" + text + "**"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // HTML displays HTML.
 func HTML(html string) { Output(MIMEHTML, []byte(html)) }
 
