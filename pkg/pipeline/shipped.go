@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -237,24 +238,9 @@ func checkShipped(dir string) (*Manifest, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return fail("%s: %s", ManifestFile, strings.ReplaceAll(jsonErr(raw, err).Error(), "\n", " "))
-	}
-	if m.Format != ShippedFormat {
-		return fail("%s: format %q, want %q (not a shipped run of this version)", ManifestFile, m.Format, ShippedFormat)
-	}
-	var listed []string
-	for name := range m.Files {
-		listed = append(listed, name)
-	}
-	sort.Strings(listed)
-	want := slices.Clone(shippedFiles)
-	sort.Strings(want)
-	if !slices.Equal(listed, want) {
-		return fail("%s lists %s, want %s", ManifestFile, strings.Join(listed, ", "), strings.Join(want, ", "))
+	m, err := parseManifest(raw)
+	if err != nil {
+		return fail("%v", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -265,7 +251,7 @@ func checkShipped(dir string) (*Manifest, error) {
 			return fail("%s is not listed in %s (a foreign file: remove it, or export the run again)", e.Name(), ManifestFile)
 		}
 	}
-	for _, name := range listed {
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
 		got, err := fileDigest(filepath.Join(dir, name))
 		if err != nil {
 			return fail("%v", err)
@@ -273,6 +259,26 @@ func checkShipped(dir string) (*Manifest, error) {
 		if got != m.Files[name] {
 			return fail("%s does not match its SHA-256 in %s (damaged, edited or from another run): export the run again (gradcscg export)", name, ManifestFile)
 		}
+	}
+	return m, nil
+}
+
+// parseManifest decodes a manifest.json (unknown fields refused) and checks its format
+// and that it lists exactly the shipped files.
+func parseManifest(raw []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %s", ManifestFile, strings.ReplaceAll(jsonErr(raw, err).Error(), "\n", " "))
+	}
+	if m.Format != ShippedFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q (not a shipped run of this version)", ManifestFile, m.Format, ShippedFormat)
+	}
+	listed := slices.Sorted(maps.Keys(m.Files))
+	want := slices.Sorted(slices.Values(shippedFiles))
+	if !slices.Equal(listed, want) {
+		return nil, fmt.Errorf("%s lists %s, want %s", ManifestFile, strings.Join(listed, ", "), strings.Join(want, ", "))
 	}
 	return &m, nil
 }
@@ -284,20 +290,25 @@ func readHistory(path string) ([]Record, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseHistory(f, filepath.Base(path))
+}
+
+// parseHistory reads history lines from r (name names it in errors).
+func parseHistory(r io.Reader, name string) ([]Record, error) {
 	var out []Record
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		var r Record
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %v", filepath.Base(path), line, err)
+			return nil, fmt.Errorf("%s line %d: %v", name, line, err)
 		}
 		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Base(path), err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	return out, nil
 }
