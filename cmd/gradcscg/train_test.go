@@ -150,10 +150,10 @@ func TestTrainConfigFlags(t *testing.T) {
 			return c.Eval.Steps == 100 && c.Joint.ChunkLen == 100
 		}},
 		// The environments that need them bring their settings; a run name says them.
-		{[]string{"--env", "big_room"}, "big_room_mnist_seed1_scaled_finalem_codes40_merge30_mergetokens100", func(c pipeline.Config) bool {
+		{[]string{"--env", "big_room"}, "big_room_mnist_seed1", func(c pipeline.Config) bool {
 			return c.VQVAE.K == 40 && c.Warmup.MergeCodes == 30 && c.Joint.ScaledEmissions && c.Final.MergeTokens == 100 && c.Final.Trainer == "em"
 		}},
-		{[]string{"--env", "tiled"}, "tiled_mnist_seed1_scaled_finalem_mergetokens100", func(c pipeline.Config) bool {
+		{[]string{"--env", "tiled"}, "tiled_mnist_seed1", func(c pipeline.Config) bool {
 			return c.Joint.ScaledEmissions && c.Final.MergeTokens == 100 && c.Final.Trainer == "em"
 		}},
 		// The paper's preset: the named parts, then the preset for the others.
@@ -211,4 +211,69 @@ func TestTrainFrom(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want exit 1 and %q", c.args, code, errOut, c.want)
 		}
 	}
+}
+
+// TestExportBadInput: export without a run, of a directory without a finished run,
+// and into a folder that is not a shipped run: one error line each, nothing written.
+func TestExportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notShipped := filepath.Join(dir, "notes")
+	if err := os.MkdirAll(notShipped, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(notShipped, "a.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--run: required"},
+		{[]string{"--run", filepath.Join(dir, "norun"), "--out", filepath.Join(dir, "x")}, "norun"},
+	} {
+		code, _, errOut := run(t, append([]string{"export"}, c.args...)...)
+		if code != 1 {
+			t.Errorf("%v: exit code %d, want 1 (%s)", c.args, code, errOut)
+		}
+		oneCleanError(t, errOut, c.want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a failed export created its folder")
+	}
+}
+
+// TestNBClean: nbclean filters stdin to stdout and rewrites files in place, with paths
+// under the working directory made relative; a file that is not a notebook is one
+// error line naming it.
+func TestNBClean(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	nb := `{"cells":[{"cell_type":"code","execution_count":9,"metadata":{"execution":{"x":1}},` +
+		`"outputs":[{"name":"stdout","output_type":"stream","text":"` + dir + `/runs/a\n"}],"source":"%%\n"}],` +
+		`"metadata":{},"nbformat":4,"nbformat_minor":4}`
+	stdin = strings.NewReader(nb)
+	defer func() { stdin = os.Stdin }()
+	code, out, errOut := run(t, "nbclean")
+	if code != 0 || !strings.Contains(out, `"runs/a\n"`) || !strings.Contains(out, `"execution_count": 1`) || strings.Contains(out, dir) {
+		t.Fatalf("nbclean from stdin: exit %d:\n%s%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, "a.ipynb")
+	if err := os.WriteFile(path, []byte(nb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "nbclean", path); code != 0 {
+		t.Fatalf("nbclean %s: exit %d: %s", path, code, errOut)
+	}
+	if got, _ := os.ReadFile(path); string(got) != out {
+		t.Errorf("nbclean in place wrote\n%s\nwant\n%s", got, out)
+	}
+	bad := filepath.Join(dir, "b.ipynb")
+	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "nbclean", bad)
+	if code != 1 {
+		t.Errorf("nbclean of a broken file: exit %d", code)
+	}
+	oneCleanError(t, errOut, "b.ipynb")
 }

@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -70,6 +71,35 @@ func Markdown(md string) { Output(MIMEMarkdown, []byte(md)) }
 // Markdownf displays fmt.Sprintf(format, args...) as markdown.
 func Markdownf(format string, args ...any) { Markdown(fmt.Sprintf(format, args...)) }
 
+// ResultMarkdown displays a results document (a table file of results/, with its
+// title and notes) inside a notebook: its headings become bold paragraphs, so that
+// they do not compete with the notebook's own sections.
+func ResultMarkdown(md string) { Markdown(demoteHeadings(md)) }
+
+// demoteHeadings rewrites the ATX headings of md ("# Title") outside code fences as
+// bold paragraphs ("**Title**").
+func demoteHeadings(md string) string {
+	lines := strings.Split(md, "\n")
+	fenced := false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(t, "#") {
+			continue
+		}
+		text := strings.TrimLeft(t, "#")
+		if len(t)-len(text) > 6 || text != "" && text[0] != ' ' {
+			continue
+		}
+		if text = strings.TrimSpace(strings.TrimRight(text, "# ")); text != "" {
+			lines[i] = "**" + text + "**"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // HTML displays HTML.
 func HTML(html string) { Output(MIMEHTML, []byte(html)) }
 
@@ -121,11 +151,26 @@ func Plot(p *plot.Plot, w, h vg.Length) error {
 
 // Check stops the cell when err is not nil: it flushes the displayed output, prints
 // "error: err" to stderr and exits with status 1 (which the notebook test reports).
+// In a GoNB kernel, a cell that meets an error another cell of the kernel has already
+// shown (a cell depending on a run that failed) prints one short line instead, and
+// one that refuses to resume an interrupted training (*Interrupted, Later) prints its
+// one line of advice; both exit with status 0, so that the line is all they show.
 func Check(err error) {
 	if err == nil {
 		return
 	}
 	Sync()
+	var intr *Interrupted
+	if errors.As(err, &intr) && intr.Later {
+		fmt.Fprintln(stderr, intr.Error())
+		exit(0)
+		return
+	}
+	if shownBefore(err.Error()) {
+		fmt.Fprintln(stderr, shortError(err.Error()))
+		exit(0)
+		return
+	}
 	fmt.Fprintf(stderr, "error: %v\n", err)
 	exit(1)
 }

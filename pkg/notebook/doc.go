@@ -20,10 +20,29 @@
 // suffix at CI size so that CI-sized and full-size runs never share a directory.
 // FinishedRun finds the full-size runs that `gradcscg` or a previous notebook produced.
 //
+// Pipeline and Benchmark load a finished run from its run directory; at full size they
+// then look for a shipped run of the same configuration in results/runs/<name> (the
+// final artefacts of a full-size run, committed: pipeline.Export, LoadShipped); only
+// then do they train, or resume, the run.
+//
+// # Interrupts and errors in a kernel
+//
+// GoNB runs each cell as a process of its own and stops it with SIGINT on Kernel →
+// Interrupt. A training interrupted so is marked in the kernel (in GoNB's per-kernel
+// temporary directory, GONB_TMP_DIR): later cells of the same kernel refuse to resume it
+// and say, in one line, to call Resume(name) or to restart the kernel. A new kernel has
+// no marks. Check shows an error in full in the cell that meets it first; another cell
+// of the kernel that meets the same error (a cell that depends on a failed run) shows
+// one short line.
+//
 // # Display
 //
 // Markdown, PNG, Image, Plot, Table, Report and Compare send rich output to the notebook
 // when the program runs under GoNB (gonbui.IsNotebook) and print plain text to stdout
 // otherwise, so the same code runs as a plain Go program. A displaying cell starts with
-// `defer gonbui.Sync()` (or notebook.Sync) so that its last output is not lost.
+// `defer gonbui.Sync()` (or notebook.Sync) so that its last output is not lost. Long
+// work reports in one live block (Progress) that committed notebooks leave out; paths
+// are shown relative (ShowPath); results documents show their headings as bold lines
+// (ResultMarkdown). At CI size, SizeNote says that the notebook shows CI-size runs and
+// Beside shows each figure beside the committed full-size one.
 package notebook

@@ -54,30 +54,35 @@ func RunReadout(res *pipeline.Result) (*figures.Readout, error) {
 // held-out episode above the VQ-VAE's reconstructions, each labelled with its token,
 // and the episode's token key (which classes each token holds).
 func Reconstructions(res *pipeline.Result, n int) error {
-	h, err := DecodeHeldOut(res)
-	if err != nil {
-		return err
-	}
-	p := h.Side * h.Side
-	n = min(n, len(h.Images)/p)
-	if n < 1 {
-		return fmt.Errorf("notebook: Reconstructions of %d images", n)
-	}
-	in := h.Images[:n*p]
-	rec, tokens, err := res.VQVAE.Reconstruct(in)
-	if err != nil {
-		return err
-	}
-	key, err := experiment.HeldOutKey(h)
-	if err != nil {
-		return err
-	}
-	fig, err := figures.ReconstructionFigure(in, rec, tokens, h.Side,
-		fmt.Sprintf("%s seed %d: the first %d held-out images", res.Config.Env, res.Config.Seed, n), key)
+	fig, err := ReconstructionsFigure(res, n)
 	if err != nil {
 		return err
 	}
 	return Show(fig)
+}
+
+// ReconstructionsFigure is the figure Reconstructions displays.
+func ReconstructionsFigure(res *pipeline.Result, n int) (*figures.Figure, error) {
+	h, err := DecodeHeldOut(res)
+	if err != nil {
+		return nil, err
+	}
+	p := h.Side * h.Side
+	n = min(n, len(h.Images)/p)
+	if n < 1 {
+		return nil, fmt.Errorf("notebook: Reconstructions of %d images", n)
+	}
+	in := h.Images[:n*p]
+	rec, tokens, err := res.VQVAE.Reconstruct(in)
+	if err != nil {
+		return nil, err
+	}
+	key, err := experiment.HeldOutKey(h)
+	if err != nil {
+		return nil, err
+	}
+	return figures.ReconstructionFigure(in, rec, tokens, h.Side,
+		fmt.Sprintf("%s seed %d: the first %d held-out images", res.Config.Env, res.Config.Seed, n), key)
 }
 
 // History returns a pixel run's loss history (history.jsonl) as figures.Record for

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
@@ -69,14 +70,18 @@ func QuickConfigFor(e *gridworld.Env) (pipeline.Config, error) {
 	return ConfigureFor(e, "", experiment.SizeCI)
 }
 
-// Pipeline trains, resumes or loads the pixel run called name (in RunDir(name)) with
-// cfg, writing progress lines to stderr, and returns the loaded run.
+// Pipeline returns the pixel run called name with cfg: loaded when RunDir(name) holds
+// it finished; at full size, loaded from the shipped run results/runs/<name> when that
+// is cfg's run; otherwise trained, or resumed, in RunDir(name), with its progress in
+// one live block. After a Kernel → Interrupt during its training, later cells of the
+// kernel refuse to resume it until Resume(name) (or a kernel restart).
 func Pipeline(name string, cfg pipeline.Config) (*pipeline.Result, error) {
 	dir, err := RunDir(name)
 	if err != nil {
 		return nil, err
 	}
-	return PipelineIn(dir, cfg, Progress())
+	res, _, err := trainOrLoad(name, dir, cfg)
+	return res, err
 }
 
 // PipelineIn is Pipeline for a run directory dir, with progress to progressOut (nil:
@@ -89,13 +94,28 @@ func PipelineIn(dir string, cfg pipeline.Config, progressOut io.Writer) (*pipeli
 }
 
 // SymbolicNamed trains or loads the symbolic run called name (in RunDir(name)) with
-// cfg, writing progress lines to stderr.
+// cfg, with its progress in one live block; a training interrupted in this kernel is
+// not resumed by later cells until Resume(name), as with Pipeline.
 func SymbolicNamed(name string, cfg SymbolicConfig) (*SymbolicRun, error) {
 	dir, err := RunDir(name)
 	if err != nil {
 		return nil, err
 	}
-	return Symbolic(dir, cfg, Progress())
+	if _, err := os.Stat(filepath.Join(dir, SymbolicReportFile)); err == nil {
+		return Symbolic(dir, cfg, nil)
+	}
+	var run *SymbolicRun
+	out, finish := trainingProgress()
+	start := time.Now()
+	err = guardTraining(name, func(context.Context) error {
+		run, err = Symbolic(dir, cfg, out)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	finish(fmt.Sprintf("trained %s in %s", ShowPath(dir), time.Since(start).Round(time.Second)))
+	return run, nil
 }
 
 // FinishedRun returns the directory runs/<name> at the repository root (not
@@ -118,9 +138,11 @@ func FinishedRun(name string) (string, bool) {
 // Benchmark returns the MNIST run of a benchmark environment (paper Sec. 5.2) with the
 // given seed, and a sentence saying where it came from. A finished run in
 // runs/<env>_mnist_seed<seed> (the directory `gradcscg train` and `gradcscg reproduce`
-// use) is loaded at either size. Otherwise, at full size the paper's configuration is
-// trained (or resumed) there; at CI size a smoke-sized run (experiment.SizeSmoke) is trained in
-// RunDir("nb_<env>_seed<seed>").
+// use) is loaded at either size. Otherwise, at full size, the shipped run
+// results/runs/<env>_mnist_seed<seed> is loaded when it is the paper's configuration,
+// else that configuration is trained (or resumed) in runs/<env>_mnist_seed<seed>; at
+// CI size a smoke-sized run (experiment.SizeSmoke) is trained in
+// RunDir("nb_<env>_seed<seed>"). Trainings are guarded as Pipeline's.
 func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
 	full, err := experiment.ImageRun(env, "mnist", "conv", int(seed))
 	if err != nil {
@@ -130,7 +152,7 @@ func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
 	dir, done := FinishedRun(name)
 	if done {
 		res, err := pipeline.LoadRun(dir)
-		return res, fmt.Sprintf("loaded the finished full-size run runs/%s", name), err
+		return res, "loaded the finished full-size run " + ShowPath(dir), err
 	}
 	cfg, err := PipelineConfig(env)
 	if err != nil {
@@ -145,9 +167,12 @@ func Benchmark(env string, seed uint64) (*pipeline.Result, string, error) {
 		if dir == "" {
 			return nil, "", fmt.Errorf("notebook: no repository root above the working directory for runs/%s", name)
 		}
-		res, err := PipelineIn(dir, cfg, Progress())
-		return res, fmt.Sprintf("trained the full-size run runs/%s", name), err
+		return trainOrLoad(name, dir, cfg)
 	}
-	res, err := Pipeline(fmt.Sprintf("nb_%s_seed%d", env, seed), cfg)
-	return res, "trained a CI-sized run (no finished full-size run in runs/" + name + ")", err
+	ci := fmt.Sprintf("nb_%s_seed%d", env, seed)
+	if dir, err = RunDir(ci); err != nil {
+		return nil, "", err
+	}
+	res, how, err := trainOrLoad(ci, dir, cfg)
+	return res, how + " (no finished full-size run in runs/" + name + ")", err
 }

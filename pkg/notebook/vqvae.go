@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,8 @@ func VQStudy(env, dataset string, seed uint64) (experiment.VQStudy, error) {
 // VQReport returns the report of a study: at full size, when the repository's
 // results/vqvae holds the suite's report of the same study (committed; `make
 // reproduce-vqvae`), that report; otherwise the study is trained, resumed
-// or reloaded in s.Dir. The sentence says which.
+// or reloaded in s.Dir (a training interrupted in this kernel is not resumed by later
+// cells until Resume with the directory's name). The sentence says which.
 func VQReport(s experiment.VQStudy) (*experiment.VQReport, string, error) {
 	if !CI() && s.Env != nil {
 		if root, err := RepoRoot(); err == nil {
@@ -53,8 +55,13 @@ func VQReport(s experiment.VQStudy) (*experiment.VQReport, string, error) {
 			}
 		}
 	}
-	r, err := experiment.RunVQStudy(s, Progress())
-	return r, "trained (or loaded) the study in " + s.Dir, err
+	var r *experiment.VQReport
+	err := guardTraining(filepath.Base(s.Dir), func(context.Context) error {
+		var err error
+		r, err = experiment.RunVQStudy(s, Progress())
+		return err
+	})
+	return r, "trained (or loaded) the study in " + ShowPath(s.Dir), err
 }
 
 // VQSuite returns the VQ-VAE quality grid the notebooks reproduce: at full size

@@ -48,16 +48,26 @@ func (c *checkpoint) commit() error {
 	if err := writeState(c.dir, c.st); err != nil {
 		return err
 	}
+	h, err := encodeHistory(c.st.History)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(c.path(HistoryFile), h)
+}
+
+// encodeHistory is the history file of records: one JSON Record per line, non-finite
+// values written as -1 (finiteRecord).
+func encodeHistory(records []Record) ([]byte, error) {
 	var h bytes.Buffer
 	w := bufio.NewWriter(&h)
 	enc := json.NewEncoder(w)
-	for _, rec := range c.st.History {
+	for _, rec := range records {
 		if err := enc.Encode(finiteRecord(rec)); err != nil {
-			return fmt.Errorf("pipeline: history: %w", err)
+			return nil, fmt.Errorf("pipeline: history: %w", err)
 		}
 	}
 	_ = w.Flush()
-	return writeAtomic(c.path(HistoryFile), h.Bytes())
+	return h.Bytes(), nil
 }
 
 // record stores the digest of the file name in the state (the next commit makes it

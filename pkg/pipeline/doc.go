@@ -78,6 +78,15 @@
 // aside (on a CPU with other HMM kernels, to rounding; the report lists the kernels
 // and backends each run used). A finished run is loaded, not retrained.
 //
+// # Shipped runs
+//
+// Export copies a finished run's final artefacts — config.json, report.json,
+// history.jsonl, chmm.model and the final VQ-VAE without optimizer state
+// (vqvae.weights) — with a manifest of their SHA-256 digests into a folder small enough
+// to commit (results/runs/<name>); LoadShipped loads such a folder read-only as the
+// finished run, after checking every file against the manifest, and refuses a damaged,
+// edited or foreign one. ShippedDiff tells whether a shipped run is a configuration's.
+//
 // # Backend
 //
 // Every graph runs on hmmgraph.NewBackend: GOMLX_BACKEND when set, else the go

@@ -64,6 +64,22 @@ var rngStatePath = model.JoinPath("/", model.RNGStateVariableName)
 // Save writes the model to path atomically (a temporary file in the same directory,
 // renamed over path once complete).
 func (m *Model) Save(path string) error {
+	return m.save(path, false)
+}
+
+// SaveWeights writes the model for inference to path atomically, in Save's format: the
+// configuration, the token map, the Go-side RNG state and learning rate, and the
+// variables of the VQ-VAE's network (Config's parameters) and codebook (embeddings and
+// EMA statistics) — not the optimizer state, the graph RNG state, the history, the
+// warm-up cursor or variables of other scopes (a joint model's /hmm). Load reads it;
+// the loaded model encodes, decodes and reconstructs as the saved one does, and one
+// trained further starts with fresh optimizer state.
+func (m *Model) SaveWeights(path string) error {
+	return m.save(path, true)
+}
+
+// save is Save, or SaveWeights when weights.
+func (m *Model) save(path string, weights bool) error {
 	rngState, err := m.pcg.MarshalBinary()
 	if err != nil {
 		return fmt.Errorf("vqvae.Save %s: rng: %w", path, err)
@@ -72,7 +88,12 @@ func (m *Model) Save(path string) error {
 		Config: m.cfg, Seed: m.seed, RNG: rngState, LR: m.lr, Ready: m.ready,
 		History: m.history, Cursor: m.cursor, Tokens: m.tokens,
 	}
-	for v := range m.store.IterVariables() {
+	vars := slices.Collect(m.store.IterVariables())
+	if weights {
+		p.History, p.Cursor = nil, WarmupCursor{}
+		vars = m.networkVars()
+	}
+	for _, v := range vars {
 		t, err := v.Value()
 		if err != nil {
 			return fmt.Errorf("vqvae.Save %s: variable %s: %w", path, v.Path(), err)
@@ -91,6 +112,19 @@ func (m *Model) Save(path string) error {
 		return fmt.Errorf("vqvae.Save %s: encode: %w", path, err)
 	}
 	return writeAtomic(path, checkpointHeader(payload.Bytes()), payload.Bytes())
+}
+
+// networkVars returns the variables of the network (Config's parameters, in their
+// order) and of the codebook; a variable not created is left out.
+func (m *Model) networkVars() []*model.Variable {
+	scope := m.Scope()
+	var vs []*model.Variable
+	for _, ps := range m.cfg.params() {
+		vs = append(vs, subScope(scope, ps.scope).GetVariable(ps.name))
+	}
+	e, n, s := CodebookVars(scope)
+	vs = append(vs, e, n, s)
+	return slices.DeleteFunc(vs, func(v *model.Variable) bool { return v == nil })
 }
 
 // checkpointHeader is the framing before a checkpoint's payload: magic, version,
