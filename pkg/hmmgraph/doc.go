@@ -8,8 +8,7 @@
 //
 // Token k has C_k clones (Layout.Clones); states are grouped by token, token 0 first, and the sink
 // ⊥ is the last state, N = 1 + Σ_k C_k — the layout of pkg/chmm. Parameters are logits:
-// π [N] with π̄ = softmax(π), and Θ [A, N, N] with T[a,i,:] = softmax_j Θ[a,i,:] (both softmaxes
-// computed in accDType — float64 for float32 inputs — and rounded once to the input dtype).
+// π [N] with π̄ = softmax(π), and Θ [A, N, N] with T[a,i,:] = softmax_j Θ[a,i,:].
 //
 // # Shapes
 //

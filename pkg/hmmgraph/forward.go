@@ -19,8 +19,8 @@ type pass struct {
 	dtype      dtypes.DType
 	B, T, N, A int
 
-	logPi     *Node // [N] log π̄ = log_softmax(π), computed in accDType (rounded once to dtype)
-	trans     *Node // [A, N, N] T[a,i,j] = softmax_j Θ[a,i,:], computed in accDType (rounded once)
+	logPi     *Node // [N] log π̄ = log_softmax(π)
+	trans     *Node // [A, N, N] T[a,i,j] = softmax_j Θ[a,i,:]
 	logE      *Node // [B, T, N] log-emissions, 0 at padded steps (so padded steps are finite)
 	acts      *Node // [B, T-1] int32 actions; action 0 at padded transitions; nil if T = 1
 	oneHotA   *Node // [B, T-1, A] one-hot of acts (dtype); nil if T = 1
@@ -69,8 +69,8 @@ func newPass(name string, piLogits, thetaLogits, logEmit, actions, mask *Node) *
 			p.valid = NotEqual(mask, ScalarZero(g, mask.DType()))
 		}
 	}
-	p.logPi = ConvertDType(LogSoftmax(ConvertDType(piLogits, accDType(p.dtype)), -1), p.dtype)
-	p.trans = ConvertDType(Softmax(ConvertDType(thetaLogits, accDType(p.dtype)), -1), p.dtype)
+	p.logPi = LogSoftmax(piLogits, -1)
+	p.trans = Softmax(thetaLogits, -1)
 	p.lengths = ReduceSum(ConvertDType(p.valid, dtypes.Int32), 1)
 	p.validFull = batchMajorMask(p.lengths, p.T, p.N)
 	p.logE = Where(p.validFull, logEmit, ScalarZero(g, p.dtype))
