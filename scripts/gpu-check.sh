@@ -16,7 +16,8 @@
 #   GOMLX_BACKEND        backend of every step (default xla:cuda; xla gets tf32=false from the binaries)
 #   GPU_CHECK_SIZE       full (the paper's data size, default), ci or smoke: train's --size; ci and
 #                        smoke also shorten the benchmarks
-#   GPU_CHECK_BUDGET_S   wall seconds for everything (default 690)
+#   GPU_CHECK_BUDGET_S   wall seconds for everything (default 540: one 10-minute command with room
+#                        to unpack the binaries and write the report)
 #   GPU_CHECK_BIN        folder of gradcscg, hmmgraph.test, vqvae.test, pipeline.test, each plain or
 #                        gzipped (.gz) (default bin/gpu)
 #   GPU_CHECK_PIPELINE_RUN  the -test.run pattern for pkg/pipeline (default: its graph tests)
@@ -34,7 +35,7 @@ fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${GPU_CHECK_BIN:-$repo/bin/gpu}
 size=${GPU_CHECK_SIZE:-full}
-budget=${GPU_CHECK_BUDGET_S:-690}
+budget=${GPU_CHECK_BUDGET_S:-540}
 export GOMLX_BACKEND=${GOMLX_BACKEND:-xla:cuda}
 pipelineRun=${GPU_CHECK_PIPELINE_RUN:-'^(TestJoint|TestStep|TestXLA|TestCISizedAliasedRecoversMap$|TestBackendNote|TestResumeMatchesUninterrupted)'}
 case $size in
