@@ -69,6 +69,7 @@ gpu-build:
 	  CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o $(GPU_BIN)/$$p.test ./pkg/$$p || exit 1; \
 	done
 	gzip $(GPU_BIN)/*
+	git describe --always --dirty >$(GPU_BIN)/commit 2>/dev/null || echo unknown >$(GPU_BIN)/commit
 
 gpu-check: gpu-build
 	bash scripts/gpu-check.sh $(or $(OUT),gpu-check-out)

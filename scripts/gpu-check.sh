@@ -81,7 +81,7 @@ done
 	echo "host: $(uname -srm), $(nproc) CPUs"
 	echo "GOMLX_BACKEND: $GOMLX_BACKEND"
 	echo "size: $size, budget: ${budget} s"
-	echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "binaries built from: $(cat "$bin/commit" 2>/dev/null || echo unknown)"
 	command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
 } >"$out/logs/environment.txt" 2>&1
 if [[ $GOMLX_BACKEND =~ ^(xla|stablehlo|hlo|shlo):([^,]*) ]]; then
@@ -252,8 +252,9 @@ for env in ("room", "two_rooms"):
     vm, s = r.get("viterbi_map") or {}, r.get("seconds") or {}
     joint = ((r.get("training") or {}).get("joint") or {}).get("iters", "-")
     f = lambda k: "%.1f" % s[k] if k in s else "-"
+    num = lambda x: "%.3f" % x if isinstance(x, (int, float)) else "-"
     lines.append("| %s | %s | %s | %s | %s | %.3f | %s | %s | %s | %s | %s |" % (
-        env, word, r.get("backend", "-"), vm.get("recall", "-"), vm.get("f1", "-"),
+        env, word, r.get("backend", "-"), num(vm.get("recall")), num(vm.get("f1")),
         r.get("h_token_given_place", float("nan")), f("warmup"), f("joint"), f("final"), f("total"), joint))
 lines += ["", "Phase seconds are the runs' own (report.json `seconds`); the full reports are in runs/."]
 with open(os.path.join(out, "gpu-check.md"), "w") as fh:
