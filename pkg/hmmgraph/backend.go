@@ -22,7 +22,10 @@ import (
 //     a bounded pool ops_sequential is added (ops_parallel with one is refused);
 //   - any other backend compiled into this binary, e.g. "xla:cpu" or "xla:cuda" (XLA is
 //     compiled in when the binary is built with cgo): it needs a PJRT plugin, found
-//     through PJRT_PLUGIN_LIBRARY_PATH; nothing is ever downloaded.
+//     through PJRT_PLUGIN_LIBRARY_PATH; nothing is ever downloaded. go-xla's options get
+//     tf32=false unless they set tf32 (withFullFloat32): float32 matrix products run at
+//     full float32 precision, which the HMM pass needs, also on GPUs whose default is TF32.
+//     The label is the configuration used, e.g. "xla:cuda,tf32=false".
 //
 // Every failure is one error line that names GOMLX_BACKEND.
 func NewBackend() (b compute.Backend, label string, err error) {
@@ -56,7 +59,11 @@ func NewBackend() (b compute.Backend, label string, err error) {
 			b, label, err = nil, "", fmt.Errorf("%s=%q: %v", compute.ConfigEnvVar, cfg, r)
 		}
 	}()
-	if b, err = compute.NewWithConfig(cfg); err != nil {
+	used := cfg
+	if slices.Contains(xlaNames, name) {
+		used = name + ":" + withFullFloat32(opts)
+	}
+	if b, err = compute.NewWithConfig(used); err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "plugin") {
 			where := "a PJRT plugin library (pjrt_c_api_<name>_plugin.so)"
@@ -71,7 +78,24 @@ func NewBackend() (b compute.Backend, label string, err error) {
 		}
 		return nil, "", fmt.Errorf("%s=%q: %v", compute.ConfigEnvVar, cfg, strings.ReplaceAll(msg, "\n", " "))
 	}
-	return b, cfg, nil
+	return b, used, nil
+}
+
+// xlaNames are the names under which go-xla registers its backend.
+var xlaNames = []string{"xla", "stablehlo", "hlo", "shlo"}
+
+// withFullFloat32 returns go-xla's options opts (the plugin name, then comma-separated
+// options) with tf32=false appended unless an option sets tf32 ("tf32=…" or "notf32"):
+// go-xla then marks every float32 DotGeneral for the highest precision (CUDA) instead of
+// letting it run in TF32 (10-bit mantissa), its default on CUDA.
+func withFullFloat32(opts string) string {
+	for _, o := range strings.Split(opts, ",")[1:] {
+		key, _, _ := strings.Cut(strings.TrimSpace(o), "=")
+		if key == "tf32" || key == "notf32" {
+			return opts
+		}
+	}
+	return opts + ",tf32=false"
 }
 
 // safeGoOptions returns the go backend's options opts (comma-separated) with what keeps

@@ -40,7 +40,7 @@ func TestNewBackend(t *testing.T) {
 			start := time.Now()
 			b, label, err := NewBackend()
 			if plugin, ok := strings.CutPrefix(c.env, "xla:"); ok && slices.Contains(found, plugin) {
-				if err != nil || b == nil || label != c.env {
+				if err != nil || b == nil || label != c.env+",tf32=false" {
 					t.Fatalf("plugin %q was found at start-up, but: backend %v, label %q, error %v", plugin, b, label, err)
 				}
 				return
@@ -71,5 +71,23 @@ func TestNewBackend(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFullFloat32Option: go-xla's options get tf32=false unless they already set tf32.
+func TestFullFloat32Option(t *testing.T) {
+	for opts, want := range map[string]string{
+		"cuda":                       "cuda,tf32=false",
+		"":                           ",tf32=false",
+		"cuda,preallocate=false":     "cuda,preallocate=false,tf32=false",
+		"cuda,tf32=true":             "cuda,tf32=true",
+		"cuda,tf32=false":            "cuda,tf32=false",
+		"cuda,notf32":                "cuda,notf32",
+		"cuda, tf32=1,allocator=bfc": "cuda, tf32=1,allocator=bfc",
+		"tf32":                       "tf32,tf32=false", // a plugin named tf32
+	} {
+		if got := withFullFloat32(opts); got != want {
+			t.Errorf("withFullFloat32(%q) = %q, want %q", opts, got, want)
+		}
 	}
 }

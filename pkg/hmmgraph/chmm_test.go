@@ -100,17 +100,21 @@ func maxAbs(x []float64) float64 {
 	return m
 }
 
-// TestLongSequencesExact: over 5,000 steps (N = 21, one sequence padded from 3,001) the loop
-// variant stays exact against pkg/chmm: float64 to rounding, float32 with ℓ summed in float64.
+// TestLongSequencesExact: over 10,000 steps (N = 21, one sequence padded from 6,001) the loop
+// variant stays exact against pkg/chmm on the same logits (rounded to float32): float64 to
+// rounding, float32 within 1e-4 nats in ℓ (GradExec sums ℓ in float64).
 func TestLongSequencesExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	layout := UniformLayout(4, 5)
 	m := chmm.New(layout.Clones, 4, rng)
 	for i := range m.ThetaLogits {
-		m.ThetaLogits[i] += 2 * rng.NormFloat64()
+		m.ThetaLogits[i] = float64(float32(m.ThetaLogits[i] + 2*rng.NormFloat64()))
 	}
-	seqs := gridWalk(rng, 4, 4, 4, 2, 5000)
-	seqs[1].Obs, seqs[1].Actions = seqs[1].Obs[:3001], seqs[1].Actions[:3000]
+	for i := range m.PiLogits {
+		m.PiLogits[i] = float64(float32(m.PiLogits[i]))
+	}
+	seqs := gridWalk(rng, 4, 4, 4, 2, 10000)
+	seqs[1].Obs, seqs[1].Actions = seqs[1].Obs[:6001], seqs[1].Actions[:6000]
 	wantLL, wantPi, wantTheta, err := chmm.Gradient(m, seqs)
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +122,10 @@ func TestLongSequencesExact(t *testing.T) {
 	obs := [][]int{seqs[0].Obs, seqs[1].Obs}
 	acts := [][]int{seqs[0].Actions, seqs[1].Actions}
 	for _, tc := range []struct {
-		dt             dtypes.DType
-		llTol, gradTol float64 // relative to |ℓ| and to max |∂Θ|
-	}{{dtypes.Float64, 1e-13, 1e-11}, {dtypes.Float32, 1e-6, 1e-5}} {
+		dt      dtypes.DType
+		llTol   float64 // nats
+		gradTol float64 // relative to max |∂Θ|
+	}{{dtypes.Float64, 1e-8, 1e-11}, {dtypes.Float32, 1e-4, 1e-5}} {
 		e, err := NewGradExec(backend(t), layout, 4, Loop, tc.dt)
 		if err != nil {
 			t.Fatal(err)
@@ -130,10 +135,10 @@ func TestLongSequencesExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		scale := maxAbs(wantTheta)
-		t.Logf("%s: ℓ = %.10g (chmm %.10g), max |Δ∂π| = %.2g, max |Δ∂Θ| = %.2g (max |∂Θ| = %.3g)", tc.dt,
-			ll, wantLL, maxAbsDiff(t, gPi, wantPi), maxAbsDiff(t, gTheta, wantTheta), scale)
-		if math.Abs(ll-wantLL) > tc.llTol*math.Abs(wantLL) {
-			t.Errorf("%s: ℓ = %.12g, chmm %.12g", tc.dt, ll, wantLL)
+		t.Logf("%s: ℓ = %.10g (chmm %.10g, diff %.2g nats), max |Δ∂π| = %.2g, max |Δ∂Θ| = %.2g (max |∂Θ| = %.3g)", tc.dt,
+			ll, wantLL, ll-wantLL, maxAbsDiff(t, gPi, wantPi), maxAbsDiff(t, gTheta, wantTheta), scale)
+		if math.Abs(ll-wantLL) > tc.llTol {
+			t.Errorf("%s: ℓ = %.12g, chmm %.12g (diff %.3g nats > %g)", tc.dt, ll, wantLL, ll-wantLL, tc.llTol)
 		}
 		if d := maxAbsDiff(t, gPi, wantPi); d > tc.gradTol*scale {
 			t.Errorf("%s: ∂ℓ/∂π max |diff| = %g", tc.dt, d)

@@ -17,15 +17,19 @@
 //	logEmit     [B, T, N]    per-state log-emissions: Layout.StateLogEmissions(logRho [B, T, K]) for
 //	                         soft tokens (Sec. 3.5), Layout.HardLogEmissions(tokens [B, T]) for hard
 //	                         ones (Sec. 3.3); -Inf allowed
-//	actions     [B, T-1]     integer; action t leads from step t to step t+1
+//	actions     [B, T-1]     integer; action t leads from step t to step t+1 (never read when T = 1)
 //	mask        [B, T]       prefix mask (Bool, or numeric with nonzero = real step), or nil
 //	result      [B]          ℓ_b = log p(o_{1:L_b} | a_{1:L_b-1}) per sequence
 //
 // Padded steps (mask false, always at the end) contribute exactly nothing to ℓ or to any
-// gradient, whatever their emissions and actions hold (also NaN or out-of-range actions). A
-// sequence of length 1 has no transitions; an all-false mask gives ℓ = 0. Shape errors panic
-// while the graph is built (the GoMLX convention), naming the argument; graph.Exec returns them as
-// errors. GradExec checks Go inputs and returns errors naming sequence and step.
+// gradient, whatever their emissions and actions hold (also NaN or out-of-range actions): their
+// inputs are replaced (by Where, after a comparison) before any arithmetic op reads them, every
+// local derivative on a gradient path through them is finite (log through a double Where), and
+// their gradients are exactly 0 on every backend, also where Sign, Max and Min propagate NaN as
+// XLA's do. A sequence of length 1 has no transitions; an
+// all-false mask gives ℓ = 0. No graph op has a 0-sized shape. Shape errors panic while the graph
+// is built (the GoMLX convention), naming the argument; graph.Exec returns them as errors.
+// GradExec checks Go inputs and returns errors naming sequence and step.
 //
 // # Variants
 //
@@ -34,16 +38,29 @@
 // transition counts through the softmax VJP for Θ, γ_1 − π̄ for π — with a surrogate term, because
 // GoMLX has no gradient through While. Graph size and compile time are independent of T; memory is
 // O(B·T·N) plus B·A·N² (the gradient w.r.t. Θ is kept per sequence, so any per-sequence weighting
-// downstream is differentiated exactly). ForwardBackward exposes γ and the gradients directly.
+// downstream is differentiated exactly). ForwardBackward exposes ℓ (in accDType), γ and the
+// gradients directly.
 //
-// LogLikelihoodUnrolled unrolls the recursion in the graph and relies on plain autodiff; the graph
-// grows with T. It is the reference the loop variant is tested against, and fine for small T.
+// The forward recursion runs in probability space: the emissions enter as e_t = exp(log e_t − M_t)
+// ∈ [0, 1], M_t = max_j log e_t(j), computed for all steps before the loop in accDType; each step
+// is the matmul x = α̂_t·T_{a_t}, u = x ⊙ e_{t+1}, and the normaliser s = u·1 (a matmul with a ones
+// vector), α̂_{t+1} = u/s, ℓ = Σ_t (log s_t + M_t) summed in accDType after the loop. The backward
+// recursion is the smoother on posteriors, γ_t = α̂_t ⊙ T_{a_t}·(γ_{t+1}/x_{t+1}), with γ = α̂ at the
+// last real step; states predicted below the dtype's smallest normal number carry no backward
+// mass. Neither the loop bodies nor their conditions hold a reduction, arg-max, reduce-window or
+// select-and-scatter: go-xla builds the closure of such an op once per (dtype, kind) for the whole
+// program, which StableHLO refuses in a second function. Nor does an element-wise arithmetic op in
+// a body take a main-function value as an operand (go-xla refuses operands of another function):
+// bodies read main-function tensors through Gather or DotGeneral and create their constants
+// themselves (Const, ConstAs), not through the graph's scalar cache. Graph code added to the loops
+// must keep to both rules. A real step whose observation every predicted state rules out (−Inf
+// logits or emissions, or an observation about 700 nats less likely than under its step's best
+// state) gives ℓ = −Inf and zero posteriors from there on, never NaN. -Inf Θ logits (exact zeros)
+// give a gradient of exactly 0 there.
 //
-// Both recursions are per-step normalised in log space (the matmul runs on exp(log α − max) ∈ [0, 1],
-// -Inf never meets a multiplication) and sum the per-step log normalisers in float64 for float32
-// inputs, so ℓ stays exact over 10^4+ steps. -Inf emissions and -Inf Θ logits (exact zeros) give
-// no NaN in values or gradients; the gradient w.r.t. a -Inf entry is 0 (the unrolled variant may
-// leave a denormal there). A sequence of probability zero gets a non-finite ℓ.
+// LogLikelihoodUnrolled unrolls the log-space recursion (per-step max shifts) in the graph and
+// relies on plain autodiff; the graph grows with T. It is the reference the loop variant is tested
+// against, and fine for small T; -Inf logits may leave a denormal gradient there.
 //
 // # Backend setting
 //
@@ -52,12 +69,13 @@
 // ("parallelism=-1", i.e. GOMLX_BACKEND=go:parallelism=-1; NewGoBackend). With the default
 // worker pool (2 × GOMAXPROCS workers) and the default dynamic scheduling, or "ops_parallel", a
 // While whose body runs a large enough matmul or element-wise op deadlocks: the loop occupies a
-// worker of the pool and its body's ops wait for workers that the loop's own executors hold
-// (reproduced with this package's pass at B = 64, N = 201; TestProbeDefaultBackendDeadlock). An
+// worker of the pool and its body's ops wait for workers that the loop's own executors hold. An
 // unbounded pool never makes an op wait for a worker; "ops_sequential" (one op at a time) avoids
-// the wait too, and NewBackend adds it to a go configuration that bounds the pool. Independent
-// ops run concurrently only with the unbounded pool, which made a conv joint step 10–20% faster
-// in wall time than "ops_sequential" with results identical bit for bit.
+// the wait too, and NewBackend adds it to a go configuration that bounds the pool.
+//
+// On XLA, NewBackend adds tf32=false to go-xla's options unless they set tf32: every float32
+// matrix product (the HMM's included) then runs at full float32 precision; with TF32, go-xla's
+// default on CUDA, products keep a 10-bit mantissa, too coarse for ℓ summed over long sequences.
 //
 // # GoMLX pitfalls worked around here (v0.28.16 / compute v0.1.14)
 //
@@ -75,7 +93,7 @@
 //
 // # Hard-token value and gradient
 //
-// GradExec (NewGradExec) compiles ℓ = Σ_b ℓ_b and ∂ℓ/∂(π, Θ) for hard tokens and returns Go
-// slices, from tensors (Exec) or from checked Go sequences (Sequences); it matches pkg/chmm's
-// Gradient (TestMatchesChmmGradient).
+// GradExec (NewGradExec) compiles ℓ = Σ_b ℓ_b (accumulated in float64) and ∂ℓ/∂(π, Θ) for hard
+// tokens and returns Go slices, from tensors (Exec) or from checked Go sequences (Sequences); it
+// matches pkg/chmm's Gradient.
 package hmmgraph

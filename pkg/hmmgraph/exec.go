@@ -69,9 +69,18 @@ func (v Variant) Func() func(piLogits, thetaLogits, logEmit, actions, mask *grap
 	return LogLikelihoodLoop
 }
 
+// funcAcc is Func that also returns ℓ [B] in accDType (float64 for float32 inputs).
+func (v Variant) funcAcc() func(piLogits, thetaLogits, logEmit, actions, mask *graph.Node) (ll, llAcc *graph.Node) {
+	if v == Unrolled {
+		return logLikelihoodUnrolled
+	}
+	return logLikelihoodLoop
+}
+
 // GradExec is a compiled hard-token value-and-gradient pass: for hard tokens it returns
-// ℓ = Σ_b ℓ_b and its gradients w.r.t. the π and Θ logits, as Go slices (float64). The graph is
-// compiled once per (B, T) and cached. It is safe for concurrent use.
+// ℓ = Σ_b ℓ_b (accumulated in float64 for both dtypes) and its gradients w.r.t. the π and Θ
+// logits, as Go slices (float64). The graph is compiled once per (B, T) and cached. It is safe
+// for concurrent use.
 type GradExec struct {
 	layout     Layout
 	numActions int
@@ -97,13 +106,13 @@ func NewGradExec(backend compute.Backend, layout Layout, numActions int, variant
 		return nil, fmt.Errorf("hmmgraph.NewGradExec: unknown variant %d", int(variant))
 	}
 	e := &GradExec{layout: layout, numActions: numActions, variant: variant, dtype: dtype}
-	fn := variant.Func()
+	fn := variant.funcAcc()
 	exec, err := graph.NewExec(backend, func(in []*graph.Node) []*graph.Node {
 		pi, theta, tokens, actions, mask := in[0], in[1], in[2], in[3], in[4]
 		logE := layout.HardLogEmissions(tokens, dtype)
-		ll := graph.ReduceAllSum(fn(pi, theta, logE, actions, mask))
-		grads := graph.Gradient(ll, pi, theta)
-		return []*graph.Node{ll, grads[0], grads[1]}
+		ll, llAcc := fn(pi, theta, logE, actions, mask)
+		grads := graph.Gradient(graph.ReduceAllSum(ll), pi, theta)
+		return []*graph.Node{graph.ReduceAllSum(graph.StopGradient(llAcc)), grads[0], grads[1]}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hmmgraph.NewGradExec: %w", err)

@@ -22,12 +22,11 @@ type pass struct {
 	logPi     *Node // [N] log π̄ = log_softmax(π)
 	trans     *Node // [A, N, N] T[a,i,j] = softmax_j Θ[a,i,:]
 	logE      *Node // [B, T, N] log-emissions, 0 at padded steps (so padded steps are finite)
-	oneHotA   *Node // [B, T-1, A] one-hot of the actions (dtype); action 0 at padded transitions
+	acts      *Node // [B, T-1] int32 actions; action 0 at padded transitions; nil if T = 1
+	oneHotA   *Node // [B, T-1, A] one-hot of acts (dtype); nil if T = 1
 	valid     *Node // [B, T] Bool: step t of sequence b is real (prefix mask)
 	lengths   *Node // [B] int32: number of real steps, L_b
 	validFull *Node // [B, T, N] Bool: valid broadcast over states (t < L_b)
-
-	gammaLogNorm *Node // [B, T] Γ_t = lse_j(la_t + lb_t), set by posteriors
 }
 
 // newPass checks shapes and builds the common inputs. piLogits [N], thetaLogits [A, N, N],
@@ -75,13 +74,13 @@ func newPass(name string, piLogits, thetaLogits, logEmit, actions, mask *Node) *
 	p.lengths = ReduceSum(ConvertDType(p.valid, dtypes.Int32), 1)
 	p.validFull = batchMajorMask(p.lengths, p.T, p.N)
 	p.logE = Where(p.validFull, logEmit, ScalarZero(g, p.dtype))
-	acts := ConvertDType(actions, dtypes.Int32)
 	if p.T > 1 {
 		// Transition t→t+1 is real iff step t+1 is (prefix masks); other actions are set to 0.
+		// (With T = 1 the actions [B, 0] are never read: no graph op gets a 0-sized shape.)
 		next := Slice(p.valid, AxisRange(), AxisRange(1, p.T)) // [B, T-1]
-		acts = Where(next, acts, ScalarZero(g, dtypes.Int32))
+		p.acts = Where(next, ConvertDType(actions, dtypes.Int32), ScalarZero(g, dtypes.Int32))
+		p.oneHotA = OneHot(p.acts, p.A, p.dtype) // [B, T-1, A]
 	}
-	p.oneHotA = OneHot(acts, p.A, p.dtype) // [B, T-1, A]
 	return p
 }
 
@@ -104,6 +103,13 @@ func selectAction(all, oneHot *Node) *Node {
 	b, a := oneHot.Shape().Dimensions[0], oneHot.Shape().Dimensions[1]
 	n := all.Shape().Dimensions[1] / a
 	return ReduceSum(Mul(Reshape(all, b, a, n), InsertAxes(oneHot, -1)), 1)
+}
+
+// pickAction returns all[b, a_b·n : (a_b+1)·n] for all [B, A·n] and rows [B, 1] int32 holding
+// b·A + a_b → [B, n]: a Gather, so no reduction (it may run inside a While body on XLA) and no
+// gradient.
+func pickAction(all, rows *Node, n int) *Node {
+	return Gather(Reshape(all, -1, n), rows)
 }
 
 // batchMajorMask returns the prefix mask broadcast over states, [B, T, N] Bool: t < L_b for
@@ -211,6 +217,13 @@ func stepAt(x *Node, t int) *Node {
 // = real) prefix mask, or nil. Padded steps contribute exactly nothing; their emissions and actions
 // may hold anything, also NaN. A sequence whose mask is all false gets ℓ = 0.
 func LogLikelihoodUnrolled(piLogits, thetaLogits, logEmit, actions, mask *Node) *Node {
+	ll, _ := logLikelihoodUnrolled(piLogits, thetaLogits, logEmit, actions, mask)
+	return ll
+}
+
+// logLikelihoodUnrolled returns LogLikelihoodUnrolled's ℓ [B] and ℓ in accDType before the
+// conversion to the input dtype.
+func logLikelihoodUnrolled(piLogits, thetaLogits, logEmit, actions, mask *Node) (ll, llAcc *Node) {
 	p := newPass("hmmgraph.LogLikelihoodUnrolled", piLogits, thetaLogits, logEmit, actions, mask)
 	acc := accDType(p.dtype)
 	zero := ScalarZero(p.g, p.dtype)
@@ -223,6 +236,6 @@ func LogLikelihoodUnrolled(piLogits, thetaLogits, logEmit, actions, mask *Node) 
 		la = Where(stepAt(p.validFull, t+1), laNext, la)
 		steps = append(steps, Where(stepAt(p.valid, t+1), c, zero))
 	}
-	ll := ReduceSum(ConvertDType(Stack(steps, 1), acc), 1) // [B], summed in acc precision
-	return ConvertDType(ll, p.dtype)
+	llAcc = ReduceSum(ConvertDType(Stack(steps, 1), acc), 1) // [B], summed in acc precision
+	return ConvertDType(llAcc, p.dtype), llAcc
 }

@@ -231,14 +231,25 @@ func boolInt(b bool) int {
 // w.r.t. π, Θ and log ρ (through Layout.StateLogEmissions).
 func (p *problem) run(tb testing.TB, v Variant, dt dtypes.DType, weights []float64) result {
 	tb.Helper()
-	fn := v.Func()
-	exec, err := graph.NewExec(backend(tb), func(in []*graph.Node) []*graph.Node {
+	return p.runOn(tb, backend(tb), v, dt, weights)
+}
+
+// softObjective is the graph of problem.run: inputs π, Θ, log ρ, actions, mask, weights; outputs
+// ℓ [B] of fn and the gradients of Σ_b w_b ℓ_b w.r.t. π, Θ and log ρ.
+func softObjective(layout Layout, fn func(pi, theta, logEmit, actions, mask *graph.Node) *graph.Node) func(in []*graph.Node) []*graph.Node {
+	return func(in []*graph.Node) []*graph.Node {
 		pi, theta, rho, acts, mask, w := in[0], in[1], in[2], in[3], in[4], in[5]
-		ll := fn(pi, theta, p.layout.StateLogEmissions(rho), acts, mask)
+		ll := fn(pi, theta, layout.StateLogEmissions(rho), acts, mask)
 		obj := graph.ReduceAllSum(graph.Mul(ll, w))
 		grads := graph.Gradient(obj, pi, theta, rho)
 		return []*graph.Node{ll, grads[0], grads[1], grads[2]}
-	})
+	}
+}
+
+// runOn is run on the backend be.
+func (p *problem) runOn(tb testing.TB, be compute.Backend, v Variant, dt dtypes.DType, weights []float64) result {
+	tb.Helper()
+	exec, err := graph.NewExec(be, softObjective(p.layout, v.Func()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -79,9 +79,10 @@ func (l Layout) StateTokens() []int32 {
 // With hard tokens (HardLogRho) this is log B_{j,o_t} of Sec. 3.3.
 //
 // It is differentiable in logRho (the gradient sums over a token's clones). It runs as a matmul
-// with the 0/1 matrix [ω(j) = k], which is exact: -Inf entries of log ρ are first raised to
-// floorLogProb (a finite stand-in whose exp is exactly 0; their gradient is 0), so that only
-// exact products 0·x = 0 and 1·x = x are summed.
+// with the 0/1 matrix [ω(j) = k], which is exact: entries of log ρ below floorLogProb (-Inf) and
+// NaN entries (padding garbage) are first replaced by floorLogProb (a finite stand-in whose exp
+// is exactly 0), so that only exact products 0·x = 0 and 1·x = x are summed. A NaN meets only a
+// comparison, so its gradient is exactly 0 on every backend (XLA's Max and Sign propagate NaN).
 func (l Layout) StateLogEmissions(logRho *Node) *Node {
 	if logRho.Rank() != 3 || logRho.Shape().Dimensions[2] != l.K() {
 		exceptions.Panicf("hmmgraph.StateLogEmissions: logRho must be [B, T, K=%d], got %s", l.K(), logRho.Shape())
@@ -102,7 +103,9 @@ func (l Layout) StateLogEmissions(logRho *Node) *Node {
 			assign[k][j] = 1
 		}
 	}
-	clamped := Max(Reshape(logRho, B*T, K), Scalar(g, dt, floorLogProb(dt)))       // [B·T, K]
+	floor := Scalar(g, dt, floorLogProb(dt))
+	flat := Reshape(logRho, B*T, K)
+	clamped := Where(GreaterOrEqual(flat, floor), flat, floor)                     // [B·T, K]
 	perState := Dot(clamped, ConvertDType(Const(g, assign), dt)).Product()         // [B·T, N]
 	withSink := Add(perState, ConvertDType(Reshape(Const(g, sinkBias), 1, N), dt)) // sink = -Inf
 	return Reshape(withSink, B, T, N)

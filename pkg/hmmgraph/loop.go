@@ -8,7 +8,7 @@ import (
 
 // Posteriors are the forward–backward quantities of one pass, all gradient-free.
 type Posteriors struct {
-	LogLik *Node // [B] ℓ_b (input dtype; summed in float64 for float32/64 inputs)
+	LogLik *Node // [B] ℓ_b in accDType: float64 for float32/64 inputs, float32 for half precision
 	Gamma  *Node // [B, T, N] γ_t(j) = p(s_t = j | o, a); 0 at padded steps. Equals ∂ℓ_b/∂logEmit[b,t,j].
 	DPi    *Node // [B, N] ∂ℓ_b/∂π = γ_1 − π̄ (0 for an empty sequence)
 	DTheta *Node // [B, A, N, N] ∂ℓ_b/∂Θ = ξ − rowsum(ξ)·T, ξ_b the expected transition counts
@@ -33,7 +33,19 @@ type Posteriors struct {
 // (go, xla). On the go backend use GoBackendConfig: with the default setting a While whose body
 // runs a large enough matmul deadlocks.
 func LogLikelihoodLoop(piLogits, thetaLogits, logEmit, actions, mask *Node) *Node {
+	ll, _ := logLikelihoodLoop(piLogits, thetaLogits, logEmit, actions, mask)
+	return ll
+}
+
+// logLikelihoodLoop returns LogLikelihoodLoop's ℓ [B] and its value in accDType (gradient-free).
+func logLikelihoodLoop(piLogits, thetaLogits, logEmit, actions, mask *Node) (ll, llAcc *Node) {
 	post, dThetaIAJ := forwardBackward(piLogits, thetaLogits, logEmit, actions, mask)
+	return withGradient(post, dThetaIAJ, piLogits, thetaLogits, logEmit), post.LogLik
+}
+
+// withGradient returns ℓ [B] (input dtype) with the surrogate terms that attach the gradients of
+// post (LogLik in accDType, DPi, Gamma) and dThetaIAJ ([B, N, A, N]) to the inputs.
+func withGradient(post Posteriors, dThetaIAJ, piLogits, thetaLogits, logEmit *Node) *Node {
 	g := logEmit.Graph()
 	dt := logEmit.DType()
 
@@ -49,32 +61,37 @@ func LogLikelihoodLoop(piLogits, thetaLogits, logEmit, actions, mask *Node) *Nod
 	thetaTerm := ReduceSum(Mul(dThetaIAJ, dThetaT), 1, 2, 3)                // [B]
 	piTerm := ReduceSum(Mul(post.DPi, InsertAxes(delta(piLogits), 0)), 1)   // [B]
 	emitTerm := ReduceSum(Mul(post.Gamma, delta(logEmit)), 1, 2)            // [B]
-	return Add(post.LogLik, Add(thetaTerm, Add(piTerm, emitTerm)))
+	return Add(ConvertDType(post.LogLik, dt), Add(thetaTerm, Add(piTerm, emitTerm)))
 }
 
 // ForwardBackward runs the forward and backward recursions in While loops and returns ℓ and its
 // exact gradients as gradient-free nodes. Inputs as in LogLikelihoodUnrolled.
 //
-// Forward (Sec. 3.3/3.5), per step t → t+1, with p_t = α_t / max_i α_t(i) ∈ [0, 1]:
+// Forward (Sec. 3.3/3.5), in probability space with the emissions scaled per step outside the
+// loop, e_t(j) = exp(log e_t(j) − M_t) ∈ [0, 1] with M_t = max_j log e_t(j), in float64 for float32
+// inputs (accDType); α̂_t is the normalised forward message (Σ_i α̂_t(i) = 1):
 //
-//	y(j) = log(p_t·T_{a_t})(j) + log e_{t+1}(j),   log c_{t+1} = lse_j y(j) + log max_i α_t(i),
+//	x_{t+1} = α̂_t·T_{a_t},   u = x_{t+1} ⊙ e_{t+1},   s_{t+1} = u·1,   α̂_{t+1} = u / s_{t+1},
 //
-// α_{t+1} = softmax(y), ℓ = Σ_t log c_t (summed after the loop). Backward, with lb up to a constant
-// per step (log β_T = 0):
+// and ℓ = Σ_t (log s_t + M_t) (summed after the loop). Backward, the smoother on posteriors
+// γ_t = p(s_t | o, a) (Rabiner's scaled α̂·β̂), with γ at the last real step = α̂:
 //
-//	lb_t(i) = log Σ_j T_{a_t,i,j} exp(log e_{t+1}(j) + lb_{t+1}(j) − V),  V = max_j(log e_{t+1} + lb_{t+1}).
+//	γ_t = α̂_t ⊙ (T_{a_t}·r_{t+1}),   r_{t+1}(j) = γ_{t+1}(j) / x_{t+1}(j),
 //
-// After the loops, with Γ_t = lse_j(la_t + lb_t) (so γ_t = exp(la_t + lb_t − Γ_t)), the expected
-// transition counts of sequence b are batched matmuls over t (one per action):
+// where r = 0 for states predicted below the dtype's smallest normal number (so r·T never
+// overflows). The normaliser s_t is a matrix product with a ones vector, so neither loop body
+// holds a reduction. After the loops, the expected transition counts of sequence b are batched
+// matmuls over t (one per action):
 //
-//	ξ_b[a,i,j] = T[a,i,j] Σ_{t: a_t=a} α_t(i) w_t(j),   w_t(j) = exp(log e_{t+1}(j) + lb_{t+1}(j) − Γ_{t+1} − log c_{t+1}),
+//	ξ_b[a,i,j] = T[a,i,j] Σ_{t: a_t=a} α̂_t(i) r_{t+1}(j),
 //
-// which is α_t(i) T_{a,i,j} e_{t+1}(j) β_{t+1}(j) / p(o_{t+1} | o_{1:t}) with β scaled so that α·β = γ.
-// Then ∂ℓ_b/∂Θ[a,i,:] = ξ_b[a,i,:] − (Σ_j ξ_b[a,i,j])·T[a,i,:] (softmax VJP), ∂ℓ_b/∂π = γ_{b,1} − π̄
-// and ∂ℓ_b/∂logE[b,t,j] = γ_{b,t}(j).
+// which is α_t(i) T_{a,i,j} e_{t+1}(j) β_{t+1}(j) / p(o_{t+1} | o_{1:t}). Then ∂ℓ_b/∂Θ[a,i,:] =
+// ξ_b[a,i,:] − (Σ_j ξ_b[a,i,j])·T[a,i,:] (softmax VJP), ∂ℓ_b/∂π = γ_{b,1} − π̄ and
+// ∂ℓ_b/∂logE[b,t,j] = γ_{b,t}(j).
 //
-// A sequence of probability zero (possible only with −Inf logits or float underflow) gets a
-// non-finite ℓ.
+// A real step whose observation every predicted state rules out (s = 0: possible with −Inf logits
+// or emissions, or an observation more than about 700 nats less likely than under the best state
+// of its step) gives ℓ = −Inf and zero posteriors from there on, never NaN.
 func ForwardBackward(piLogits, thetaLogits, logEmit, actions, mask *Node) Posteriors {
 	post, dThetaIAJ := forwardBackward(piLogits, thetaLogits, logEmit, actions, mask)
 	post.DTheta = StopGradient(TransposeAllAxes(dThetaIAJ, 0, 2, 1, 3))
@@ -82,21 +99,15 @@ func ForwardBackward(piLogits, thetaLogits, logEmit, actions, mask *Node) Poster
 }
 
 // forwardBackward is ForwardBackward with ∂ℓ/∂Θ in the layout [B, N(i), A, N(j)] (see dThetaIAJ);
-// the returned Posteriors has no DTheta.
+// the returned Posteriors has no DTheta. Loop bodies and conditions hold no reduction, arg-max,
+// reduce-window or select-and-scatter (go-xla builds those once per program, so they cannot appear
+// in two functions); everything reduced over states or steps is computed in the main function.
 func forwardBackward(piLogits, thetaLogits, logEmit, actions, mask *Node) (Posteriors, *Node) {
 	p := newPass("hmmgraph.ForwardBackward", StopGradient(piLogits), StopGradient(thetaLogits),
 		StopGradient(logEmit), actions, mask)
 	g, dt := p.g, p.dtype
-	B, T, N, A := p.B, p.T, p.N, p.A
+	B, T, N := p.B, p.T, p.N
 	acc := accDType(dt)
-	zeroI := Const(g, int32(0))
-
-	// Step 1 (outside the loops): la_1 = normalise(log π̄ + log e_1).
-	la0, c0 := initStep(p.logPi, stepAt(p.logE, 0)) // [B, N], [B]
-	if T == 1 {
-		post := p.posteriors(InsertAxes(la0, 1), Zeros(g, shapes.Make(dt, B, 1, N)), InsertAxes(c0, 1))
-		return post, StopGradient(Zeros(g, shapes.Make(dt, B, N, A, N)))
-	}
 
 	// GoMLX caches scalar constants per graph, not per function scope: a scalar first created
 	// inside one loop body and then used in the other (or in the main function) is rejected by
@@ -105,97 +116,132 @@ func forwardBackward(piLogits, thetaLogits, logEmit, actions, mask *Node) (Poste
 	for _, d := range []dtypes.DType{dt, acc, dtypes.Int32} {
 		_, _ = ScalarZero(g, d), ScalarOne(g, d)
 	}
+	zeroI := Const(g, int32(0))
+	ones := Ones(g, shapes.Make(acc, N)) // [N]: the normaliser u·1
 
-	// Time-major copies of the per-step inputs, read with at(x, t) inside the loops.
-	logE := TransposeAllAxes(p.logE, 1, 0, 2)          // [T, B, N]
-	oneHotA := TransposeAllAxes(p.oneHotA, 1, 0, 2)    // [T-1, B, A]
+	// Emissions relative to each step's best state, e_t(j) = exp(log e_t(j) − M_t) ∈ [0, 1], time-major
+	// [T, B, N] in acc; M [T, B] is 0 for an all −Inf row (and at padded steps).
+	logET := TransposeAllAxes(p.logE, 1, 0, 2) // [T, B, N]
+	mT := maxShift(logET)                      // [T, B]
+	eT := Exp(ConvertDType(Sub(logET, InsertAxes(mT, -1)), acc))
+
+	// Step 1: α̂_1 ∝ π̄ ⊙ e_1.
+	a0, s0 := normaliseProb(Mul(InsertAxes(Exp(ConvertDType(p.logPi, acc)), 0), Squeeze(Slice(eT, AxisElem(0)), 0)), ones, dt)
+	if T == 1 {
+		post := p.posteriors(InsertAxes(a0, 1), InsertAxes(s0, 1), TransposeAllAxes(mT, 1, 0))
+		return post, StopGradient(Zeros(g, shapes.Make(dt, B, N, p.A, N)))
+	}
+
+	// Per-step inputs are time-major, read with at(x, t) inside the loops; the histories are
+	// time-major too (written at [t, 0, 0]).
+	rows := Add(Reshape(TransposeAllAxes(p.acts, 1, 0), T-1, B, 1), // [T-1, B, 1] b·A + a_t: the row of T_{a_t}
+		Mul(Iota(g, shapes.Make(dtypes.Int32, T-1, B, 1), 1), Const(g, int32(p.A))))
 	validTBN := timeMajorMask(p.lengths, T, N)         // [T, B, N] Bool
 	fwd, bwd := fwdMatrix(p.trans), bwdMatrix(p.trans) // [N, A·N] each
+	aHist0 := DynamicUpdateSlice(Zeros(g, shapes.Make(dt, T, B, N)), InsertAxes(a0, 0), []*Node{zeroI, zeroI, zeroI})
 
-	// Histories are batch-major, [B, T, ...], written at [0, t, 0] (no transposes after the loops).
-	m0 := ReduceMax(la0, -1)                // [B] log max_i α_1(i)
-	p0 := Exp(Sub(la0, InsertAxes(m0, -1))) // [B, N]
-	laHist0 := DynamicUpdateSlice(Zeros(g, shapes.Make(dt, B, T, N)), InsertAxes(la0, 1), []*Node{zeroI, zeroI, zeroI})
-	cHist0 := DynamicUpdateSlice(Zeros(g, shapes.Make(dt, B, T)), InsertAxes(c0, 1), []*Node{zeroI, zeroI})
-
-	// Forward loop, t = 0 … T-2: state (t, p_t [B,N], m_t [B], LA [B,T,N], C [B,T]); fills step t+1.
-	// Padded steps compute finite garbage (their emissions are 0); it is masked after the loop.
+	// Forward loop, t = 0 … T-2: state (t, α̂_t [B,N], Â [T,B,N], X [T,B,N]); fills step t+1.
+	// Padded steps compute finite garbage (their emissions are e = 1); it is masked after the loops.
 	fwdCond := NewClosure(g, func(g *Graph) []*Node {
 		t := Parameter(g, "t", shapes.Make(dtypes.Int32))
-		_ = Parameter(g, "p", shapes.Make(dt, B, N))
-		_ = Parameter(g, "m", shapes.Make(dt, B))
-		_ = Parameter(g, "LA", shapes.Make(dt, B, T, N))
-		_ = Parameter(g, "C", shapes.Make(dt, B, T))
+		_ = Parameter(g, "a", shapes.Make(dt, B, N))
+		_ = Parameter(g, "A", shapes.Make(dt, T, B, N))
+		_ = Parameter(g, "X", shapes.Make(dt, T, B, N))
 		return []*Node{LessThan(t, Const(g, int32(T-1)))}
 	})
 	fwdBody := NewClosure(g, func(g *Graph) []*Node {
 		t := Parameter(g, "t", shapes.Make(dtypes.Int32))
-		pt := Parameter(g, "p", shapes.Make(dt, B, N))
-		m := Parameter(g, "m", shapes.Make(dt, B))
-		laHist := Parameter(g, "LA", shapes.Make(dt, B, T, N))
-		cHist := Parameter(g, "C", shapes.Make(dt, B, T))
+		a := Parameter(g, "a", shapes.Make(dt, B, N))
+		aHist := Parameter(g, "A", shapes.Make(dt, T, B, N))
+		xHist := Parameter(g, "X", shapes.Make(dt, T, B, N))
 		next := Add(t, Const(g, int32(1)))
-		x := selectAction(Dot(pt, fwd).Product(), at(oneHotA, t)) // [B, N] = p_t·T_{a_t}
-		y := Add(Log(x), at(logE, next))                          // [B, N]
-		mY := ReduceMax(y, -1)                                    // [B]
-		ey := Exp(Sub(y, InsertAxes(mY, -1)))                     // [B, N] = p_{t+1}
-		lse := Add(mY, Log(ReduceSum(ey, -1)))                    // [B]
-		la := Sub(y, InsertAxes(lse, -1))                         // [B, N] log α_{t+1}
-		c := Add(lse, m)                                          // [B] log c_{t+1}
-		laHist = DynamicUpdateSlice(laHist, InsertAxes(la, 1), []*Node{zeroI, next, zeroI})
-		cHist = DynamicUpdateSlice(cHist, InsertAxes(c, 1), []*Node{zeroI, next})
-		return []*Node{next, ey, Sub(mY, lse), laHist, cHist}
+		x := pickAction(Dot(a, fwd).Product(), at(rows, t), N) // [B, N] x_{t+1} = α̂_t·T_{a_t}
+		a, _ = normaliseProb(Mul(ConvertDType(x, acc), at(eT, next)), ones, dt)
+		aHist = DynamicUpdateSlice(aHist, InsertAxes(a, 0), []*Node{next, zeroI, zeroI})
+		xHist = DynamicUpdateSlice(xHist, InsertAxes(x, 0), []*Node{next, zeroI, zeroI})
+		return []*Node{next, a, aHist, xHist}
 	})
-	fwdOut := While(fwdCond, fwdBody, zeroI, p0, m0, laHist0, cHist0)
-	laHist, cHist := fwdOut[3], fwdOut[4] // [B, T, N], [B, T]
+	fwdOut := While(fwdCond, fwdBody, zeroI, a0, aHist0, Zeros(g, shapes.Make(dt, T, B, N)))
+	aHist, xHist := fwdOut[2], fwdOut[3] // [T, B, N] each
 
-	// Backward loop, t = T-2 … 0: state (t, lb_{t+1} [B,N], LB [B,T,N]); lb = 0 at and after the
-	// last real step of each sequence.
+	// The normalisers s_t = x_t·e_t (s_1 from step 1), recomputed for all steps at once.
+	sT := ReduceSum(Mul(ConvertDType(xHist, acc), eT), -1) // [T, B]
+	sT = Concatenate([]*Node{InsertAxes(s0, 0), Slice(sT, AxisRange(1, T))}, 0)
+
+	// 1/x at real steps whose x is a normal number, else 0: r = γ ⊙ invX ≤ 1/(smallest normal).
+	tiny := Scalar(g, dt, smallestNormal(dt))
+	okX := LogicalAnd(validTBN, GreaterOrEqual(xHist, tiny))
+	invX := Where(okX, Reciprocal(Where(okX, xHist, ScalarOne(g, dt))), ScalarZero(g, dt)) // [T, B, N]
+
+	// Backward loop, t = T-2 … 0: state (t, γ_{t+1} [B,N], G [T,B,N]); γ = α̂ at the last real
+	// step of each sequence and garbage after it (masked after the loop).
+	gLast := Squeeze(Slice(aHist, AxisElem(T-1)), 0) // [B, N]
+	gHist0 := DynamicUpdateSlice(Zeros(g, shapes.Make(dt, T, B, N)), InsertAxes(gLast, 0),
+		[]*Node{Const(g, int32(T-1)), zeroI, zeroI})
 	bwdCond := NewClosure(g, func(g *Graph) []*Node {
 		t := Parameter(g, "t", shapes.Make(dtypes.Int32))
-		_ = Parameter(g, "lb", shapes.Make(dt, B, N))
-		_ = Parameter(g, "LB", shapes.Make(dt, B, T, N))
+		_ = Parameter(g, "g", shapes.Make(dt, B, N))
+		_ = Parameter(g, "G", shapes.Make(dt, T, B, N))
 		return []*Node{GreaterOrEqual(t, zeroI)}
 	})
 	bwdBody := NewClosure(g, func(g *Graph) []*Node {
 		t := Parameter(g, "t", shapes.Make(dtypes.Int32))
-		lb := Parameter(g, "lb", shapes.Make(dt, B, N))
-		lbHist := Parameter(g, "LB", shapes.Make(dt, B, T, N))
+		gNext := Parameter(g, "g", shapes.Make(dt, B, N))
+		gHist := Parameter(g, "G", shapes.Make(dt, T, B, N))
 		next := Add(t, Const(g, int32(1)))
-		v := Add(at(logE, next), lb)                             // [B, N]
-		q := Exp(Sub(v, InsertAxes(ReduceMax(v, -1), -1)))       // [B, N], max 1
-		z := selectAction(Dot(q, bwd).Product(), at(oneHotA, t)) // [B, N] = T_{a_t}·q
-		lb = Where(at(validTBN, next), Log(z), ScalarZero(g, dt))
-		lbHist = DynamicUpdateSlice(lbHist, InsertAxes(lb, 1), []*Node{zeroI, t, zeroI})
-		return []*Node{Sub(t, Const(g, int32(1))), lb, lbHist}
+		ti, ni := InsertAxes(t, 0), InsertAxes(next, 0)             // Gather indices of steps t and t+1
+		r := Mul(gNext, Gather(invX, ni))                           // [B, N] r_{t+1}
+		u := pickAction(Dot(r, bwd).Product(), Gather(rows, ti), N) // [B, N] T_{a_t}·r
+		a := Gather(aHist, ti)                                      // [B, N] α̂_t
+		gamma := Where(Gather(validTBN, ni), Mul(a, u), a)          // [B, N] γ_t
+		gHist = DynamicUpdateSlice(gHist, InsertAxes(gamma, 0), []*Node{t, zeroI, zeroI})
+		return []*Node{Sub(t, Const(g, int32(1))), gamma, gHist}
 	})
-	bwdOut := While(bwdCond, bwdBody, Const(g, int32(T-2)), Zeros(g, shapes.Make(dt, B, N)),
-		Zeros(g, shapes.Make(dt, B, T, N)))
-	lbHist := bwdOut[2] // [B, T, N]
+	bwdOut := While(bwdCond, bwdBody, Const(g, int32(T-2)), gLast, gHist0)
+	gHist := bwdOut[2] // [T, B, N]
 
-	post := p.posteriors(laHist, lbHist, cHist)
-	return post, p.dThetaIAJ(laHist, lbHist, cHist, fwd)
+	post := p.posteriors(TransposeAllAxes(gHist, 1, 0, 2), TransposeAllAxes(sT, 1, 0), TransposeAllAxes(mT, 1, 0))
+	return post, p.dThetaIAJ(aHist, gHist, invX, fwd)
+}
+
+// normaliseProb returns (u / s in dtype dt, s) for u [B, N] ≥ 0 (acc dtype), s = u·1 [B]; a row
+// with s = 0 gives α̂ = 0. Its constant is created where it is called (ConstAs, not the graph's
+// scalar cache): go-xla refuses an arithmetic op whose operand belongs to another function.
+func normaliseProb(u, ones *Node, dt dtypes.DType) (a, s *Node) {
+	s = Dot(u, ones).Product() // [B]
+	safe := Max(s, ConstAs(s, smallestNormal(s.DType())))
+	return ConvertDType(Div(u, InsertAxes(safe, -1)), dt), s
+}
+
+// smallestNormal returns the smallest positive normal number of a float dtype.
+func smallestNormal(dt dtypes.DType) float64 {
+	switch dt {
+	case dtypes.Float64:
+		return 0x1p-1022
+	case dtypes.Float16:
+		return 0x1p-14
+	}
+	return 0x1p-126 // float32, bfloat16
 }
 
 // dThetaIAJ returns ∂ℓ_b/∂Θ in the layout [B, N(i), A, N(j)] (that of fwdMatrix), which the
 // batched matmul produces without transposes; LogLikelihoodLoop's surrogate uses it directly.
+// aHist, gHist and invX are time-major [T, B, N]: α̂_t, γ_t (garbage at padded steps) and 1/x_t
+// (0 at padded steps).
 //
-// ξ_b[i,a,j] = T[a,i,j] Σ_{t: a_t=a} α_t(i) w_t(j) as in ForwardBackward; α_t ≤ 1 and w_t =
-// e_{t+1} β_{t+1} / c_{t+1} (β scaled so that α·β = γ) stay in range.
-func (p *pass) dThetaIAJ(laHist, lbHist, cHist, fwd *Node) *Node {
-	g, dt := p.g, p.dtype
+// ξ_b[i,a,j] = T[a,i,j] Σ_{t: a_t=a} α̂_t(i) r_{t+1}(j) as in ForwardBackward; α̂_t ≤ 1 and r_{t+1}
+// ≤ 1/(smallest normal) stay in range.
+func (p *pass) dThetaIAJ(aHist, gHist, invX, fwd *Node) *Node {
 	T, N, A := p.T, p.N, p.A
-	Tm := T - 1
-	shift := Add(p.gammaLogNorm, cHist)                                               // [B, T]
-	w := Exp(Sub(Add(p.logE, lbHist), InsertAxes(shift, -1)))                         // [B, T, N]
-	w = Slice(Where(p.validFull, w, ScalarZero(g, dt)), AxisRange(), AxisRange(1, T)) // [B, T-1, N], real transitions
-	// One batched matmul per action: counts[b,i,a,j] = Σ_t α_t(i) [a_t = a] w_t(j). (One matmul
-	// on w expanded to [B, T-1, A·N] would need a large concatenation or a general broadcast.)
-	uT := TransposeAllAxes(Exp(Slice(laHist, AxisRange(), AxisRange(0, Tm))), 0, 2, 1) // [B, N, T-1] α_t(i)
+	r := Mul(Slice(gHist, AxisRange(1, T)), Slice(invX, AxisRange(1, T))) // [T-1, B, N] r_{t+1}, 0 if t+1 is padded
+	rB := TransposeAllAxes(r, 1, 0, 2)                                    // [B, T-1, N]
+	alphaT := TransposeAllAxes(Slice(aHist, AxisRange(0, T-1)), 1, 2, 0)  // [B, N, T-1] α̂_t(i)
+	// One batched matmul per action: counts[b,i,a,j] = Σ_t α̂_t(i) [a_t = a] r_{t+1}(j). (One
+	// matmul on r expanded to [B, T-1, A·N] would need a large concatenation or a general broadcast.)
 	perAction := make([]*Node, A)
 	for a := range A {
-		wa := Mul(w, Slice(p.oneHotA, AxisRange(), AxisRange(), AxisElem(a)))      // [B, T-1, N]
-		perAction[a] = Dot(uT, wa).General([]int{2}, []int{0}, []int{1}, []int{0}) // [B, N, N]
+		ra := Mul(rB, Slice(p.oneHotA, AxisRange(), AxisRange(), AxisElem(a)))         // [B, T-1, N]
+		perAction[a] = Dot(alphaT, ra).General([]int{2}, []int{0}, []int{1}, []int{0}) // [B, N, N]
 	}
 	c4 := Stack(perAction, 2) // [B, N, A, N]
 	// ∂ℓ/∂Θ = ξ − rowsum(ξ)·T = T ⊙ (counts − rowsum(T ⊙ counts)).
@@ -210,28 +256,20 @@ func at(x, t *Node) *Node {
 	return Gather(x, InsertAxes(t, 0))
 }
 
-// posteriors computes ℓ, γ and ∂ℓ/∂π from the histories la [B,T,N] (normalised log α),
-// lb [B,T,N] (log β up to a constant per step) and c [B,T] (log c_t, garbage at padded steps),
-// and records Γ_t = lse_j(la_t + lb_t) [B, T] in p.gammaLogNorm.
-func (p *pass) posteriors(la, lb, c *Node) Posteriors {
+// posteriors computes ℓ, γ and ∂ℓ/∂π from γ [B, T, N] (garbage at padded steps), the per-step
+// normalisers s [B, T] (acc dtype) and the emission shifts M [B, T]: log c_t = log s_t + M_t.
+func (p *pass) posteriors(gamma, s, m *Node) Posteriors {
 	g, dt := p.g, p.dtype
-	zero := ScalarZero(g, dt)
-	ll := ReduceSum(ConvertDType(Where(p.valid, c, zero), accDType(dt)), 1) // [B]
-
-	lg := Add(la, lb)                                            // [B, T, N]
-	m := ReduceMax(lg, -1)                                       // [B, T], finite at real steps
-	m = Where(IsFinite(m), m, zero)                              // padded steps may be anything
-	e := Exp(Sub(lg, InsertAxes(m, -1)))                         // [B, T, N]
-	s := ReduceSum(e, -1)                                        // [B, T] ≥ 1 at real steps
-	s = Where(GreaterThan(s, zero), s, ScalarOne(g, dt))         // avoid 0/0 at padded steps
-	p.gammaLogNorm = Add(m, Log(s))                              // [B, T]
-	gamma := Where(p.validFull, Div(e, InsertAxes(s, -1)), zero) // [B, T, N]
+	acc := accDType(dt)
+	logC := Add(Log(Where(p.valid, s, ScalarOne(g, acc))), ConvertDType(m, acc))
+	ll := ReduceSum(Where(p.valid, logC, ScalarZero(g, acc)), 1) // [B]
+	gamma = Where(p.validFull, gamma, ScalarZero(g, dt))         // [B, T, N]
 
 	piBar := Exp(p.logPi)                                                       // [N]
 	v0 := ConvertDType(stepAt(p.valid, 0), dt)                                  // [B]
 	dPi := Sub(stepAt(gamma, 0), Mul(InsertAxes(v0, -1), InsertAxes(piBar, 0))) // [B, N]
 	return Posteriors{
-		LogLik: StopGradient(ConvertDType(ll, dt)),
+		LogLik: StopGradient(ll),
 		Gamma:  StopGradient(gamma),
 		DPi:    StopGradient(dPi),
 	}

@@ -207,6 +207,29 @@ func (m *Model) trainGraph(root *model.Scope, inputs []*Node) []*Node {
 	return []*Node{loss, out.Rec, out.Commit, Perplexity(counts), ActiveCodes(counts), counts, revived, ce, acc}
 }
 
+// encodeGraph maps images x [n, side, side, 1] to the hard code and the soft posterior log ρ
+// [n, K] (Encode).
+func (m *Model) encodeGraph(root *model.Scope, x *Node) (*Node, *Node) {
+	scope := root.At(ScopeName)
+	z := m.cfg.Encode(scope, x)
+	tok, _, dist2 := Quantize(z, CodebookState(scope, x.Graph()).Codebook)
+	return tok, SoftPosterior(dist2, m.cfg.Tau)
+}
+
+// latentGraph maps images to the encoder outputs z [n, D] (Latents).
+func (m *Model) latentGraph(root *model.Scope, x *Node) *Node {
+	return m.cfg.Encode(root.At(ScopeName), x)
+}
+
+// reconGraph maps images to the reconstruction through their hard codes and the codes
+// (Reconstruct).
+func (m *Model) reconGraph(root *model.Scope, x *Node) (*Node, *Node) {
+	scope := root.At(ScopeName)
+	z := m.cfg.Encode(scope, x)
+	tok, q, _ := Quantize(z, CodebookState(scope, x.Graph()).Codebook)
+	return m.cfg.Decode(scope, q), tok
+}
+
 // TrainStep runs one training step on the batch and appends it to the history. The
 // first call of a new model runs InitFromData on the batch.
 func (m *Model) TrainStep(batch Batch) (Metrics, error) {
@@ -336,12 +359,7 @@ func (m *Model) runChunks(exec *model.Exec, images []float32, what string,
 // codes' ρ ([n][NumTokens()]).
 func (m *Model) Encode(images []float32) (tokens []int, logRho [][]float32, err error) {
 	if m.encodeExec == nil {
-		m.encodeExec, err = model.NewExec(m.backend, m.store, func(root *model.Scope, x *Node) (*Node, *Node) {
-			scope := root.At(ScopeName)
-			z := m.cfg.Encode(scope, x)
-			tok, _, dist2 := Quantize(z, CodebookState(scope, x.Graph()).Codebook)
-			return tok, SoftPosterior(dist2, m.cfg.Tau)
-		})
+		m.encodeExec, err = model.NewExec(m.backend, m.store, m.encodeGraph)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -441,9 +459,7 @@ func (m *Model) mergeRho(lr []float32) []float32 {
 func (m *Model) Latents(images []float32) ([][]float32, error) {
 	var err error
 	if m.latentExec == nil {
-		m.latentExec, err = model.NewExec(m.backend, m.store, func(root *model.Scope, x *Node) *Node {
-			return m.cfg.Encode(root.At(ScopeName), x)
-		})
+		m.latentExec, err = model.NewExec(m.backend, m.store, m.latentGraph)
 		if err != nil {
 			return nil, err
 		}
@@ -467,12 +483,7 @@ func (m *Model) Latents(images []float32) ([][]float32, error) {
 // code (n·Side² values) and the tokens (the token map's, SetTokens).
 func (m *Model) Reconstruct(images []float32) (recon []float32, tokens []int, err error) {
 	if m.reconExec == nil {
-		m.reconExec, err = model.NewExec(m.backend, m.store, func(root *model.Scope, x *Node) (*Node, *Node) {
-			scope := root.At(ScopeName)
-			z := m.cfg.Encode(scope, x)
-			tok, q, _ := Quantize(z, CodebookState(scope, x.Graph()).Codebook)
-			return m.cfg.Decode(scope, q), tok
-		})
+		m.reconExec, err = model.NewExec(m.backend, m.store, m.reconGraph)
 		if err != nil {
 			return nil, nil, err
 		}
