@@ -73,18 +73,21 @@ type Report struct {
 	Seconds map[string]float64 `json:"seconds"`
 
 	// Extras.
-	Backend            string  `json:"backend"`               // set by caller
-	HMMKernels         string  `json:"hmm_kernels,omitempty"` // set by caller: the cloned HMM's block kernels (chmm.KernelSet), "A then B" across sessions
-	Steps              int     `json:"steps"`                 // T of the held-out episode
-	NumPlaces          int     `json:"num_places"`
-	VisitedPlaces      int     `json:"visited_places"`
-	VisitedStates      int     `json:"visited_states"`
-	RepresentedPlaces  int     `json:"represented_places"`
-	TrueEdges          int     `json:"true_edges"`
-	TokensPerPlaceMean float64 `json:"tokens_per_place_mean"`
-	TokensPerPlaceMax  int     `json:"tokens_per_place_max"`
-	PlacesPerTokenMean float64 `json:"places_per_token_mean"`
-	PlacesPerTokenMax  int     `json:"places_per_token_max"`
+	Backend string `json:"backend"` // set by caller
+	// PhaseBackends, for pixel runs, names per phase (warmup, joint, final, eval) the
+	// backend(s) it ran on, "A then B" where it was resumed on another; set by caller.
+	PhaseBackends      map[string]string `json:"phase_backends,omitempty"`
+	HMMKernels         string            `json:"hmm_kernels,omitempty"` // set by caller: the cloned HMM's block kernels (chmm.KernelSet), "A then B" across sessions
+	Steps              int               `json:"steps"`                 // T of the held-out episode
+	NumPlaces          int               `json:"num_places"`
+	VisitedPlaces      int               `json:"visited_places"`
+	VisitedStates      int               `json:"visited_states"`
+	RepresentedPlaces  int               `json:"represented_places"`
+	TrueEdges          int               `json:"true_edges"`
+	TokensPerPlaceMean float64           `json:"tokens_per_place_mean"`
+	TokensPerPlaceMax  int               `json:"tokens_per_place_max"`
+	PlacesPerTokenMean float64           `json:"places_per_token_mean"`
+	PlacesPerTokenMax  int               `json:"places_per_token_max"`
 	// StatePlace is χ(s) per state, -1 for states the path never visits.
 	StatePlace []int `json:"state_place"`
 	// ViterbiEdges are the learned edges of ViterbiMap (sorted pairs a < b).
@@ -238,6 +241,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Backend != "" {
 		row("backend", "%s", r.Backend)
 	}
+	if r.mixedBackends() {
+		phases := make([]string, 0, len(r.PhaseBackends))
+		for p := range r.PhaseBackends {
+			phases = append(phases, p)
+		}
+		sort.Strings(phases)
+		parts := make([]string, len(phases))
+		for i, p := range phases {
+			parts[i] = p + " " + r.PhaseBackends[p]
+		}
+		row("backend per phase", "%s", strings.Join(parts, "; "))
+	}
 	if r.HMMKernels != "" {
 		row("HMM kernels", "%s", r.HMMKernels)
 	}
@@ -257,4 +272,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// mixedBackends reports whether the phases of a run ran on more than one backend.
+func (r *Report) mixedBackends() bool {
+	seen := ""
+	for _, b := range r.PhaseBackends {
+		if seen != "" && b != seen || strings.Contains(b, " then ") {
+			return true
+		}
+		seen = b
+	}
+	return false
 }

@@ -49,6 +49,12 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 	}
 	rep.Seconds["total"] = total
 	rep.Backend = strings.Join(st.Backends, " then ")
+	if len(st.PhaseBackends) > 0 {
+		rep.PhaseBackends = map[string]string{}
+		for p, b := range st.PhaseBackends {
+			rep.PhaseBackends[p] = strings.Join(b, " then ")
+		}
+	}
 	rep.HMMKernels = strings.Join(st.HMMKernels, " then ")
 	rep.Training = st.training(cfg, fin.hmm)
 	if err := rep.WriteJSON(ck.path(ReportFile)); err != nil {

@@ -114,8 +114,11 @@ func run(ctx context.Context, dir string, cfg Config, progressOut io.Writer, h *
 	}
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "run directory %s, backend %s\n", dir, label)
+		if last := st.lastBackend(); last != "" && last != label {
+			fmt.Fprintf(progressOut, "note: resuming on %s a run that last ran on %s; its phases' backends are recorded in the report (sums on another backend differ to rounding, so the result is not the one an uninterrupted run would give)\n", label, last)
+		}
 	}
-	s := &session{ctx: ctx, cfg: cfg, out: progressOut, backend: backend, hooks: h}
+	s := &session{ctx: ctx, cfg: cfg, out: progressOut, backend: backend, label: label, hooks: h}
 	ck := &checkpoint{dir: dir, st: st}
 	st.recordSession(label, chmm.KernelSet())
 	if s.d, err = loadData(cfg); err != nil {
@@ -133,6 +136,7 @@ type session struct {
 	d       *data
 	out     io.Writer
 	backend compute.Backend
+	label   string // the backend's label (hmmgraph.NewBackend)
 	hooks   *hooks // nil outside tests
 }
 
@@ -145,21 +149,25 @@ func (s *session) phases(ck *checkpoint) (*evaluate.Report, error) {
 	var fin *finalMap
 	var err error
 	if ck.st.Phase == PhaseWarmup {
+		ck.st.ranOn(PhaseWarmup, s.label)
 		if j, err = warmup(s, ck); err != nil {
 			return nil, err
 		}
 	}
 	if ck.st.Phase == PhaseJoint {
+		ck.st.ranOn(PhaseJoint, s.label)
 		if j, err = trainJoint(s, ck, j); err != nil {
 			return nil, err
 		}
 	}
 	if ck.st.Phase == PhaseFinal {
+		ck.st.ranOn(PhaseFinal, s.label)
 		if fin, err = finalise(s, ck, j); err != nil {
 			return nil, err
 		}
 	}
 	if ck.st.Phase == PhaseEval {
+		ck.st.ranOn(PhaseEval, s.label)
 		return evaluation(s, ck, fin)
 	}
 	return nil, fmt.Errorf("pipeline: %s: phase %q did not finish", ck.dir, ck.st.Phase)

@@ -1188,3 +1188,43 @@ func TestRecordSession(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseBackends: a run stopped in its joint phase and resumed on another backend
+// says so when it resumes, and its report names per phase the backends it ran on (both
+// for the joint phase); the run's map is still made and scored.
+func TestPhaseBackends(t *testing.T) {
+	cfg := tinyConfig(t)
+	dir := t.TempDir()
+	stop := cfg
+	stop.StopAfterJoint = 7
+	t.Setenv("GOMLX_BACKEND", "go:parallelism=-1")
+	if _, err := Run(context.Background(), dir, stop, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v, want ErrStopped", err)
+	}
+	t.Setenv("GOMLX_BACKEND", "go:ops_sequential")
+	var out strings.Builder
+	rep, err := Run(context.Background(), dir, cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "note: resuming on go:ops_sequential a run that last ran on go:parallelism=-1") {
+		t.Errorf("resumed run says %q, want the backend note", out.String())
+	}
+	want := map[string]string{PhaseWarmup: "go:parallelism=-1", PhaseJoint: "go:parallelism=-1 then go:ops_sequential",
+		PhaseFinal: "go:ops_sequential", PhaseEval: "go:ops_sequential"}
+	if !reflect.DeepEqual(rep.PhaseBackends, want) {
+		t.Errorf("phase backends %v, want %v", rep.PhaseBackends, want)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "joint go:parallelism=-1 then go:ops_sequential") {
+		t.Errorf("report table lacks the backends per phase:\n%s", table.String())
+	}
+	// Run again on the same backend: the finished run is loaded, nothing is added.
+	again, err := Run(context.Background(), dir, cfg, nil)
+	if err != nil || !reflect.DeepEqual(again.PhaseBackends, want) {
+		t.Errorf("loaded again: %v, %v", again.PhaseBackends, err)
+	}
+}

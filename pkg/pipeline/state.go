@@ -42,6 +42,11 @@ type runState struct {
 	// Backends are the GOMLX_BACKEND labels (hmmgraph.NewBackend) the run's phases ran
 	// on, in order.
 	Backends []string
+	// PhaseBackends are, per phase (PhaseWarmup, PhaseJoint, PhaseFinal, PhaseEval),
+	// the backend labels of the sessions that worked on it, in order: a phase resumed
+	// on another backend lists both (GPU sums are not reproducible bit for bit, so such a
+	// run differs from one run through on either). Nil in states written before it.
+	PhaseBackends map[string][]string
 	// HMMKernels are the cloned HMM's block kernels (chmm.KernelSet) the run's sessions
 	// ran with, in order: the finalisation's sums depend on them, to rounding, so a run
 	// resumed on another CPU is not byte-identical. "unrecorded" stands for the sessions
@@ -125,6 +130,28 @@ func (st *runState) recordSession(label, kernels string) {
 	if !slices.Contains(st.HMMKernels, kernels) {
 		st.HMMKernels = append(st.HMMKernels, kernels)
 	}
+}
+
+// ranOn records that this session, on backend label, works on phase.
+func (st *runState) ranOn(phase, label string) {
+	if st.PhaseBackends == nil {
+		st.PhaseBackends = map[string][]string{}
+	}
+	if b := st.PhaseBackends[phase]; len(b) == 0 || b[len(b)-1] != label {
+		st.PhaseBackends[phase] = append(b, label)
+	}
+}
+
+// lastBackend is the backend label the run last worked on before this session ("" if
+// none was recorded per phase).
+func (st *runState) lastBackend() string {
+	last := ""
+	for _, p := range []string{PhaseWarmup, PhaseJoint, PhaseFinal, PhaseEval} {
+		if b := st.PhaseBackends[p]; len(b) > 0 {
+			last = b[len(b)-1]
+		}
+	}
+	return last
 }
 
 // finalEMState is what FinalEM carries from one split round to the next, so that a
