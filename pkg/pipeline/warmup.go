@@ -191,8 +191,8 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 	st.WarmPPL, st.AlphaScale, st.LRScale = math.Exp(h0), 1, 1
 	hmm := chmm.New(st.Clones, s.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
 	st.Seconds["compact"] += time.Since(start).Seconds()
+	start = time.Now()
 	if cfg.Joint.PretrainIters > 0 {
-		start = time.Now()
 		gc := chmm.GradConfig{Iters: cfg.Joint.PretrainIters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
 			Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, Seed: cfg.Seed, Stop: s.ctx.Err}
 		h, err := trainShown(s, hmm, s.d.sequences(tokens), gc, "HMM pre-training")
