@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -22,10 +24,11 @@ import (
 // trained on the first 90% of every walk, and after each of NOISY_SPLIT_ROUNDS
 // (default 8) trainings it prints the bits per step on that part and on the held-out
 // end given its start, and the map scored on the (clean) held-out walk; then the
-// visited clones are split (keepVisited, chmm.SplitAll). README, "Bigger worlds":
+// visited clones are split (keepVisited, chmm.SplitAll). Results:
+// results/notes/bigger-pixels.md and verdict.md.
 //
-//	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
-//	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
+//	NOISY_SPLIT_ENV=room go test -tags study ./pkg/experiment -run TestNoisySplitStudy -v
+//	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test -tags study ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
 //
 // NOISY_SPLIT_CONFUSERS=M misreads each token as one of M fixed other tokens
 // (drawn at random, repeats allowed; default 2).

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -14,7 +16,7 @@ import (
 // the hard tokens of a warm-up checkpoint before and after chmm.MergeTokens at several
 // bars, with the warm-up's codebook and with a recentred one (Config.Recenter).
 //
-//	CTX_RUN=runs/big_room_codes40:warmup-003124.ckpt go test ./pkg/pipeline -run TestContextMergeStudy -v
+//	CTX_RUN=runs/big_room_codes40:warmup-003124.ckpt go test -tags study ./pkg/pipeline -run TestContextMergeStudy -v
 func TestContextMergeStudy(t *testing.T) {
 	spec := os.Getenv("CTX_RUN")
 	if spec == "" {

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -25,7 +27,7 @@ import (
 // the frames that keep their merged token under a codebook of the merged tokens' mean
 // rows. Labels only to score.
 //
-//	MERGEFIN_RUN=DIR:vqvae.ckpt go test ./pkg/pipeline -run TestMergedFinaliseStudy -v -timeout 3h
+//	MERGEFIN_RUN=DIR:vqvae.ckpt go test -tags study ./pkg/pipeline -run TestMergedFinaliseStudy -v -timeout 3h
 func TestMergedFinaliseStudy(t *testing.T) {
 	spec := os.Getenv("MERGEFIN_RUN")
 	if spec == "" {

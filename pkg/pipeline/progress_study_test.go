@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -21,7 +23,7 @@ import (
 // were it the map kept (its later rounds counted as split past it). A run of many split rounds can then be
 // judged before it ends; labels only to score, the run directory is not written.
 //
-//	PROGRESS_RUN=DIR go test ./pkg/pipeline -run TestProgressStudy -v
+//	PROGRESS_RUN=DIR go test -tags study ./pkg/pipeline -run TestProgressStudy -v
 func TestProgressStudy(t *testing.T) {
 	dir := os.Getenv("PROGRESS_RUN")
 	if dir == "" {
@@ -68,7 +70,7 @@ func TestProgressStudy(t *testing.T) {
 // with -test.cpuprofile to see where a round's time goes; the run directory is not
 // written.
 //
-//	PROFILE_RUN=DIR go test ./pkg/pipeline -run TestRoundCostStudy -v -cpuprofile cpu.out
+//	PROFILE_RUN=DIR go test -tags study ./pkg/pipeline -run TestRoundCostStudy -v -cpuprofile cpu.out
 func TestRoundCostStudy(t *testing.T) {
 	dir := os.Getenv("PROFILE_RUN")
 	if dir == "" {

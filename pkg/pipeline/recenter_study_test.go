@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -20,7 +22,7 @@ import (
 // this encoder), k-means on a class-balanced sample (oracle), micro-clusters merged by
 // linkage, and samples weighted towards sparse regions (k-th neighbour radius^p).
 //
-//	RECENTER_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt go test ./pkg/pipeline -run TestRecenterStudy -v
+//	RECENTER_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt go test -tags study ./pkg/pipeline -run TestRecenterStudy -v
 func TestRecenterStudy(t *testing.T) {
 	spec := os.Getenv("RECENTER_RUN")
 	if spec == "" {

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -27,11 +29,11 @@ import (
 // walks surprise it, and how often its Viterbi path misses, lines starting "SCORE".
 // REFINALISE_SEED=N seeds the finalisation alone (its start, its splits and its EM)
 // with N instead of the run's seed; the walks and the scoring keep the run's.
-// The run directory is not touched. README, "Bigger worlds":
+// The run directory is not touched. Results: results/notes/bigger-pixels.md.
 //
-//	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
-//	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
-//	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 func TestRefinaliseStudy(t *testing.T) {
 	dir := os.Getenv("REFINALISE_RUN")
 	if dir == "" {
