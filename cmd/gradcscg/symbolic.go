@@ -147,10 +147,10 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		return nil, err
 	}
 	if s.Doublings > 0 {
-		if ns := splitStatesThatFit(s, env, n); ns < experiment.MaxDoublingStates {
+		if ns := splitStatesThatFit(s, env, n); ns < experiment.MaxSplitStates {
 			if !o.quiet {
 				fmt.Fprintf(stderr, "the budget may grow by splitting to %d states, not %d: more would not fit in this machine's memory\n",
-					ns, experiment.MaxDoublingStates)
+					ns, experiment.MaxSplitStates)
 			}
 			s.MaxStates = ns
 		}
@@ -204,11 +204,11 @@ func symbolicBytes(s experiment.Symbolic, env *gridworld.Env, n int) float64 {
 	return chmm.TrainBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
 }
 
-// splitStatesThatFit is the most states, experiment.MaxDoublingStates halved until it
+// splitStatesThatFit is the most states, experiment.MaxSplitStates halved until it
 // fits in memory (but not below n, the states trained first), to which a budget grown
 // by splitting may grow.
 func splitStatesThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
-	ns := experiment.MaxDoublingStates
+	ns := experiment.MaxSplitStates
 	for ns > n && checkMemory(symbolicBytes(s, env, ns), "") != nil {
 		ns /= 2
 	}

@@ -54,7 +54,7 @@ type Symbolic struct {
 	Entropy float64 `json:"entropy,omitempty"`
 	// Tol is the gradient trainer's least gain in ℓ/T (nats per step) that counts as
 	// progress within its patience (0: chmm.DefaultGradConfig's 1e-4; with Doublings,
-	// DoublingStopTol once a training's splitting rounds are spent). Given, it holds
+	// SplitRoundStopTol once a training's splitting rounds are spent). Given, it holds
 	// throughout.
 	Tol float64 `json:"tol,omitempty"`
 	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
@@ -69,12 +69,12 @@ type Symbolic struct {
 	// two (chmm.SplitAll), and training goes on from there, until the map predicts its
 	// training walks (FitBits; for EM, before or after ViterbiIters hard iterations run
 	// on a copy), or Doublings times. EM's trainings run Iters soft iterations (0:
-	// DoublingIters) in full, and the hard ones follow the last; the gradient trainer's
+	// SplitRoundIters) in full, and the hard ones follow the last; the gradient trainer's
 	// stop on a plateau as usual. The budget fields and GrowRounds are then unused.
-	// DefaultSymbolic: DefaultDoublings.
+	// DefaultSymbolic: DefaultSplitRounds.
 	Doublings int `json:"doublings,omitempty"`
 	// MaxStates bounds the states of a budget grown by splitting: the visited clones
-	// are not split when that would pass it (0: MaxDoublingStates, also the most).
+	// are not split when that would pass it (0: MaxSplitStates, also the most).
 	MaxStates int `json:"max_states,omitempty"`
 	// FoldAlike > 0 folds, before each split of a budget grown by splitting, the kept
 	// clones that behave alike (chmm.FoldAlike with this total-variation bound) into
@@ -130,12 +130,12 @@ type Symbolic struct {
 	Checkpoint string `json:"-"`
 }
 
-// DoublingIters is the soft EM iterations per training when the budget grows by
+// SplitRoundIters is the soft EM iterations per training when the budget grows by
 // splitting (Symbolic.Doublings): every training runs them all, since a model just
 // split sits where EM's first iterations barely move.
-const DoublingIters = 300
+const SplitRoundIters = 300
 
-// DoublingStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
+// SplitRoundStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
 // keeps a training going once its splitting rounds are spent, when the budget grows
 // by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). At the small losses
 // of a big map, 1e-4 ended each training while it still gained: tiled stalled near
@@ -143,7 +143,7 @@ const DoublingIters = 300
 // merged: README, "Bigger worlds"). The splits within a training still come at 1e-4's
 // plateaus: with 1e-5 there, two_rooms seed 5 split less, fitted later and grew 321
 // states instead of 93.
-const DoublingStopTol = 1e-5
+const SplitRoundStopTol = 1e-5
 
 // DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer. After a
 // split both copies of a clone that needed none keep their share of its visits, and
@@ -160,24 +160,24 @@ const DefaultFoldAlike = 0.05
 // (tiled seed 1: 25, 50, 25 clones).
 const DefaultFoldCost = 0.5
 
-// MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
+// MaxSplitStates bounds a budget grown by splitting (Symbolic.MaxStates): about
 // 6 GB of training memory on 150,000 steps.
-const MaxDoublingStates = 2048
+const MaxSplitStates = 2048
 
-// DefaultDoublings is DefaultSymbolic's Doublings: enough splits for 2^16 places per
-// token, so MaxDoublingStates or the fit is what stops.
-const DefaultDoublings = 16
+// DefaultSplitRounds is DefaultSymbolic's Doublings: enough splits for 2^16 places per
+// token, so MaxSplitStates or the fit is what stops.
+const DefaultSplitRounds = 16
 
-// DefaultGrowRounds is FixedBudget's GrowRounds: a budget that binds may double
+// DefaultBudgetDoublings is FixedBudget's GrowRounds: a budget that binds may double
 // three times, to 8× the reference one (a custom room's 10 clones per class to 80).
 // A map that fits its training walks, or whose tokens leave clones unused, is
 // trained once, as with a fixed budget.
-const DefaultGrowRounds = 3
+const DefaultBudgetDoublings = 3
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
 // a held-out walk as long as a training walk, the trainer's iterations, seed 1. Both
-// trainers grow the budget by splitting from one clone per token (DefaultDoublings,
+// trainers grow the budget by splitting from one clone per token (DefaultSplitRounds,
 // one start); FixedBudget gives them the reference budget instead. A custom
 // environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
@@ -196,7 +196,7 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	s := Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings,
+		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultSplitRounds,
 		ChunkAbove: chmm.DefaultChunkAbove}
 	if trainer == TrainerGradient {
 		s.FoldAlike, s.DropCost, s.FoldCost = DefaultFoldAlike, DefaultDropCost, DefaultFoldCost
@@ -216,7 +216,7 @@ const DefaultGradientRestarts = 5
 // instead of growing one by splitting, with restarts starts (0: DefaultEMRestarts for
 // EM, which keeps the best training likelihood; DefaultGradientRestarts for the
 // gradient trainer, which stops at the first that fits), and a budget that may double
-// (DefaultGrowRounds) where it binds. s is returned unchanged unless it grows by
+// (DefaultBudgetDoublings) where it binds. s is returned unchanged unless it grows by
 // splitting.
 func (s Symbolic) FixedBudget(restarts int) Symbolic {
 	if s.Doublings == 0 {
@@ -228,7 +228,7 @@ func (s Symbolic) FixedBudget(restarts int) Symbolic {
 			restarts = DefaultGradientRestarts
 		}
 	}
-	s.Doublings, s.Restarts, s.GrowRounds, s.FoldCost = 0, restarts, DefaultGrowRounds, 0
+	s.Doublings, s.Restarts, s.GrowRounds, s.FoldCost = 0, restarts, DefaultBudgetDoublings, 0
 	s.UntilFit = s.Trainer == TrainerGradient
 	return s
 }
@@ -309,7 +309,7 @@ func (s Symbolic) Validate() error {
 	add(s.Tol >= 0 && s.Tol <= 1, "tol=%g (need 0 ≤ tol ≤ 1)", s.Tol)
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
-	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
+	add(s.MaxStates >= 0 && s.MaxStates <= MaxSplitStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxSplitStates)
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
 	add(s.FoldCost >= 0 && s.FoldCost <= 1, "fold_cost=%g (need 0 ≤ fold_cost ≤ 1)", s.FoldCost)
