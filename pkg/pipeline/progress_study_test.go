@@ -19,7 +19,7 @@ import (
 // (PROGRESS_RUN=DIR, a run directory whose state holds FinalEM): its
 // final-em-best-NN.model read through the state's confusion matrix, with the joint
 // phase's last encoder (the state's checkpoint) reading its codes through the state's token map
-// (Config.MergeTokens), scored by Evaluate, with the verdict the run would give it
+// (Config.Final.MergeTokens), scored by Evaluate, with the verdict the run would give it
 // were it the map kept (its later rounds counted as split past it). A run of many split rounds can then be
 // judged before it ends; labels only to score, the run directory is not written.
 //
@@ -114,7 +114,7 @@ func TestRoundCostStudy(t *testing.T) {
 
 // studyFinalEM reads a run directory whose EM finalisation has begun: its state, config
 // and data, and the joint phase's last encoder reading its codes through the state's
-// token map (Config.MergeTokens), as the finalisation reads them.
+// token map (Config.Final.MergeTokens), as the finalisation reads them.
 func studyFinalEM(t *testing.T, dir string) (*runState, Config, *data, *vqvae.Model) {
 	t.Helper()
 	st, err := readState(dir)

@@ -285,7 +285,7 @@ func TestPieces(t *testing.T) {
 	}
 }
 
-// TestFinalChunks: a finalisation training reads random chunks when Config.FinalChunkAbove
+// TestFinalChunks: a finalisation training reads random chunks when Config.Final.ChunkAbove
 // is below its pass cost on walks of at least chmm.ChunkMinSteps steps, and records them;
 // 0 (every run before the field) and the default on a benchmark-sized walk read the whole
 // walks.

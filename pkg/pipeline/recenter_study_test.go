@@ -17,7 +17,7 @@ import (
 
 // TestRecenterStudy compares ways to place the codebook on a warm-up checkpoint's
 // encoder latents of 20,000 training frames, scored against their classes (labels:
-// evaluation only): k-means on a uniform sample (Config.Recenter) and on all of them,
+// evaluation only): k-means on a uniform sample (Config.Warmup.Recenter) and on all of them,
 // the classes' mean latents (an oracle: the best a codebook of class centres does with
 // this encoder), k-means on a class-balanced sample (oracle), micro-clusters merged by
 // linkage, and samples weighted towards sparse regions (k-th neighbour radius^p).

@@ -1013,7 +1013,7 @@ func sameFinalisation(t *testing.T, a, b string) {
 	}
 }
 
-// TestPretrainStartsJointFromAMap: with Config.PretrainIters the joint phase starts
+// TestPretrainStartsJointFromAMap: with Config.Joint.PretrainIters the joint phase starts
 // from an HMM trained on the warm-up's tokens, which explains its first batch far
 // better than chmm.New's near-uniform rows, and the report records the pre-training.
 func TestPretrainStartsJointFromAMap(t *testing.T) {
