@@ -35,7 +35,7 @@ type symbolicOptions struct {
 func symbolicFlags(o *symbolicOptions) *flag.FlagSet {
 	fs := newFlagSet("symbolic", "--env NAME | --layout FILE [--trainer gradient|em] [--preset NAME] [--set key=value]... [flags]")
 	fs.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs')")
-	fs.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (format in README)")
+	fs.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (rows of class ids and # walls, or a graph; format: pkg/gridworld/doc.go)")
 	fs.StringVar(&o.trainer, "trainer", "gradient", "training rule: gradient (Adam on π, Θ) or em (Baum–Welch)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (walks, initialisation, held-out episode)")
 	fs.StringVar(&o.size, "size", "full", "full: the environment's reference walks; ci and smoke: one short walk, few iterations (seconds)")

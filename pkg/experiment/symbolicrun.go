@@ -117,9 +117,7 @@ type Symbolic struct {
 	// those its Viterbi paths hold one step before a surprise (chmm.SurprisedStates,
 	// measured after the fold), where every kept clone is split otherwise: the clones
 	// that still stand for several places, not the whole map again. false: every kept
-	// clone (the default; on tiled seed 3 and cscg_empty seed 6 the targeted splits
-	// were folded back and the maps stayed merged, README "Bigger worlds"). Not with
-	// SplitShare.
+	// clone (the default). Not with SplitShare.
 	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
@@ -136,32 +134,26 @@ type Symbolic struct {
 const SplitRoundIters = 300
 
 // SplitRoundStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
-// keeps a training going once its splitting rounds are spent, when the budget grows
-// by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). At the small losses
-// of a big map, 1e-4 ended each training while it still gained: tiled stalled near
-// 0.01 bits per step with it, round after round (with this, at 0.005 and places still
-// merged: README, "Bigger worlds"). The splits within a training still come at 1e-4's
-// plateaus: with 1e-5 there, two_rooms seed 5 split less, fitted later and grew 321
-// states instead of 93.
+// keeps a training going once its own plateau splits are spent, when the budget grows
+// by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). The plateau splits
+// within a training still come at chmm.DefaultGradConfig's Tol.
 const SplitRoundStopTol = 1e-5
 
-// DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer. After a
+// DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer: the
+// total-variation bound under which two clones of a token count as alike. After a
 // split both copies of a clone that needed none keep their share of its visits, and
-// nothing in the likelihood draws them apart, so the map holds such places twice and
-// the next split doubles them again (tiled, after six splits: 311 clones kept, in 213
-// classes of alike clones). The bound hardly matters there: 0.02 to 0.2 gave 215 to
-// 210 classes. EM's maps are not folded: EM lets one copy of a place take it over.
+// nothing in the likelihood draws them apart; folding them before the next split keeps
+// it from doubling them again. EM's maps are not folded (0): EM lets one copy of a
+// place take it over.
 const DefaultFoldAlike = 0.05
 
-// DefaultFoldCost is DefaultSymbolic's FoldCost for the gradient trainer. Folded only
-// where alike however far ahead, tiled seed 1's map held its places several times
-// over and was split on to 1,336 states, still merged; with 0.5 it was recovered
-// with 267. A fold allowed to double the bits per step instead undid each split
-// (tiled seed 1: 25, 50, 25 clones).
+// DefaultFoldCost is DefaultSymbolic's FoldCost for the gradient trainer: a fold
+// compared fewer moves ahead may give back at most half of what the last split gained.
+// EM's maps are not folded (0).
 const DefaultFoldCost = 0.5
 
-// MaxSplitStates bounds a budget grown by splitting (Symbolic.MaxStates): about
-// 6 GB of training memory on 150,000 steps.
+// MaxSplitStates bounds a budget grown by splitting (Symbolic.MaxStates), and with it
+// the training memory, which grows with the states (chmm.TrainBytes).
 const MaxSplitStates = 2048
 
 // DefaultSplitRounds is DefaultSymbolic's Doublings: enough splits for 2^16 places per
@@ -169,9 +161,8 @@ const MaxSplitStates = 2048
 const DefaultSplitRounds = 16
 
 // DefaultBudgetDoublings is FixedBudget's GrowRounds: a budget that binds may double
-// three times, to 8× the reference one (a custom room's 10 clones per class to 80).
-// A map that fits its training walks, or whose tokens leave clones unused, is
-// trained once, as with a fixed budget.
+// three times, to 8× the starting one. A map that fits its training walks, or whose
+// tokens leave clones unused, is trained once, as with a fixed budget.
 const DefaultBudgetDoublings = 3
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
@@ -480,20 +471,15 @@ func runSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer, hooks *splitH
 	return run, nil
 }
 
-// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer. A token at
-// many places gives each of its clones a small share of its visits: big_room's
-// interior token is at 64 places, 1.6% each, less where a place has two clones. On
-// big_room (seed 1, after 6 splits: 0.0341 bits per step, 174 clones visited)
-// dropping the clones under 1% of their token's visits kept 109 and cost 0.578 bits
-// per step; under 0.2%, 164 and 0.0350. On tiled (16 places per token; seed 3 after
-// 5 splits, 0.0234) 1% kept 280 of 372 and cost 0.0437; 0.2%, 365 and 0.0236. The
-// next training had to win that back, and on big_room did not.
+// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer: dropping
+// rarely visited clones before a split may raise the training walks' bits per step by
+// at most 5% (and a bit per walk). A token at many places gives each of its clones a small share of its
+// visits, so a fixed share (chmm.UsedShare) alone would drop clones the map needs.
 const DefaultDropCost = 0.05
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
-// m predicts its training walks (at most FitBits bits per step, the starts' bar: the
-// verdict's 0.02 let a map with merged places stop growing), else the
-// tokens that use every clone.
+// m predicts its training walks (at most FitBits bits per step, the starts' bar, not
+// the verdict's chmm.ExactBits), else the tokens that use every clone.
 func growBudget(m *chmm.Model, train []chmm.Sequence) ([]int, *chmm.Diagnosis, error) {
 	d, err := chmm.Diagnose(m, train, nil, 0)
 	if err != nil {
