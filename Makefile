@@ -108,7 +108,7 @@ reproduce-cscg: build
 
 # Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seeds 1-10,
 # each budget grown by splitting (hours on 2 cores: the gradient trainer reads its long walks in random
-# chunks and folds alike clones, README "Bigger worlds"); writes results/bigger.md with the label-free
+# chunks and folds alike clones, results/notes/bigger.md); writes results/bigger.md with the label-free
 # verdict of each row. The same suite's
 # EM with the reference budgets, one start each, seed 1:
 # reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
@@ -167,7 +167,7 @@ reproduce-stress: build
 reproduce-plan: build
 	$(BIN) reproduce --suite plan --arch all --out results
 
-# The variants the README compares planning with (results/plan_<variant>.md), and the
+# The planning variants of results/notes/planning.md (results/plan_<variant>.md), and the
 # choice of MPC's arrival mass on validation pairs (--seed 2, not the reported seed 1):
 # results/plan_arrive_mass.txt.
 plan-variants: build
