@@ -473,8 +473,9 @@ func runSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer, hooks *splitH
 
 // DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer: dropping
 // rarely visited clones before a split may raise the training walks' bits per step by
-// at most 5% (and a bit per walk). A token at many places gives each of its clones a small share of its
-// visits, so a fixed share (chmm.UsedShare) alone would drop clones the map needs.
+// at most 5% (and a bit per walk). A token at many places gives each of its clones a
+// small share of its visits, so a fixed share (chmm.UsedShare) alone would drop clones
+// the map needs.
 const DefaultDropCost = 0.05
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
