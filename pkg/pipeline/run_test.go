@@ -385,8 +385,8 @@ func TestAlphaAt(t *testing.T) {
 	}
 }
 
-// TestAlphaAtStopChurn: with the label-free stop the anneal lasts JointIters/4 from the
-// checkpoint that started it, or from JointIters − JointIters/4 when none has (hand
+// TestAlphaAtStopChurn: with the label-free stop the anneal lasts Joint.Iters/4 from the
+// checkpoint that started it, or from Joint.Iters − Joint.Iters/4 when none has (hand
 // values for 20 iterations: length 5, slope (0.1−1)/4 per iteration).
 func TestAlphaAtStopChurn(t *testing.T) {
 	r := struct {

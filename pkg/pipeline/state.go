@@ -210,8 +210,8 @@ func (st *runState) scales() (alpha, lr float64) {
 }
 
 // anneal returns the first iteration of cfg's α_div anneal and its length: the second
-// half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
-// that started it (at the latest, the last JointIters/4).
+// half of the phase, or with Joint.StopChurn the Joint.Iters/4 iterations from the
+// checkpoint that started it (at the latest, the last Joint.Iters/4).
 func (st *runState) anneal(cfg Config) (start, length int) {
 	if cfg.Joint.StopChurn == 0 {
 		half := cfg.Joint.Iters / 2
