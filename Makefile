@@ -108,7 +108,7 @@ reproduce-cscg: build
 
 # Issue 18's bigger worlds (big_room, tiled, four_rooms): EM x seeds 1-3, then gradient x seeds 1-10,
 # each budget grown by splitting (hours on 2 cores: the gradient trainer reads its long walks in random
-# chunks and folds alike clones, README "Bigger worlds"); writes results/bigger.md with the label-free
+# chunks and folds alike clones, results/notes/bigger.md); writes results/bigger.md with the label-free
 # verdict of each row. The same suite's
 # EM with the reference budgets, one start each, seed 1:
 # reproduce --suite bigger --trainers em --seeds 1 --restarts 1 --out results/fixed_budget.
@@ -167,7 +167,7 @@ reproduce-stress: build
 reproduce-plan: build
 	$(BIN) reproduce --suite plan --arch all --out results
 
-# The variants the README compares planning with (results/plan_<variant>.md), and the
+# The planning variants of results/notes/planning.md (results/plan_<variant>.md), and the
 # choice of MPC's arrival mass on validation pairs (--seed 2, not the reported seed 1):
 # results/plan_arrive_mass.txt.
 plan-variants: build
@@ -185,17 +185,17 @@ plan-variants: build
 notes: build
 	$(BIN) tabulate --notes results/notes
 
+# Summaries of the budgets grown by splitting, from the committed reports (seconds):
+# writes results/growth.md. Both study targets run tests built with -tags study.
+growth-study:
+	GROWTH_STUDY_OUT=$(CURDIR)/results/growth.md $(GO) test -tags study -count=1 -run TestGrowthStudy ./pkg/experiment
+
 # The label-free map verdict against the true maps: symbolic runs from too small to
 # generous budgets and data (results/verdict.md), and the pixel runs in runs/
 # (results/verdict_pixels.md; every finished run directory there).
-# The README's summaries of budgets grown by splitting, from the committed reports (seconds):
-# writes results/growth.md.
-growth-study:
-	GROWTH_STUDY_OUT=$(CURDIR)/results/growth.md $(GO) test -count=1 -run TestGrowthStudy ./pkg/experiment
-
 verdict-study: build
-	VERDICT_STUDY=all VERDICT_OUT=$(CURDIR)/results/verdict.md $(GO) test -count=1 -timeout 120m -run TestVerdictStudy ./pkg/experiment
-	DIAG_RUNS="$$(ls -d $(CURDIR)/runs/*/ | tr '\n' ',')" DIAG_OUT=$(CURDIR)/results/verdict_pixels.md $(GO) test -count=1 -timeout 120m -run TestDiagnoseStudy ./pkg/pipeline
+	VERDICT_STUDY=all VERDICT_OUT=$(CURDIR)/results/verdict.md $(GO) test -tags study -count=1 -timeout 120m -run TestVerdictStudy ./pkg/experiment
+	DIAG_RUNS="$$(ls -d $(CURDIR)/runs/*/ | tr '\n' ',')" DIAG_OUT=$(CURDIR)/results/verdict_pixels.md $(GO) test -tags study -count=1 -timeout 120m -run TestDiagnoseStudy ./pkg/pipeline
 
 # The paper's figures from the finished runs in runs/ (Figures 4-6, Table 4 per run) and
 # the symbolic models in runs/symbolic_models (Figure 3; missing ones are trained): figures/*.png.

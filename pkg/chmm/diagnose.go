@@ -49,7 +49,7 @@ type Diagnosis struct {
 	//
 	// Judge compares them only for maps read through a confusion matrix (Confused):
 	// on hard tokens a Viterbi path routes around misreads through other clones and
-	// misses fewer steps than the misreads (README "Is the map resolved?").
+	// misses fewer steps than the misreads.
 	Confused  bool    `json:"confused,omitempty"`
 	Misses    float64 `json:"misses"`
 	Surprises float64 `json:"surprises"`
@@ -416,51 +416,28 @@ const (
 	ProblemMerged = "merged"
 )
 
-// Thresholds of Judge. Exact tokens (bits per step): a resolved map of a world with
-// deterministic actions costs ~0.0005 bits per step on its training walks (the
-// probability kept for unseen moves). In the verdict study (results/verdict.md, 68
-// symbolic runs) every recovered map trained on the reference walks cost at most
-// 0.0103 bits per step on a held-out walk and every unrecovered map at least 0.035
-// (or could not read it at all); recovered maps trained on one 600-step walk cost
-// 0.014–0.16, and all but one are flagged: the map is right, but unsure of walks it
-// has not seen.
+// Thresholds of Judge.
+//
+// Exact tokens: a resolved map of a world with deterministic actions costs almost
+// nothing per step on its training walks (the probability kept for unseen moves),
+// and at most ExactBits bits per step on a held-out walk. A map trained on little
+// data may be right and still cost more on walks it has not seen: the verdict then
+// asks for more data. The forward pass of a resolved map is surprised (the token
+// seen had probability below ½) only while it localises at the start of a walk; a
+// map that merges places is surprised wherever their futures part. LateSurprises
+// allows LocaliseSurprises per walk, and above ExactSurprises the map is merged.
 //
 // Noisy tokens: a misread costs bits whether or not the map is resolved, so the
-// verdict reads Determinism instead. On the 39 finished pixel runs of the study
-// (results/verdict_pixels.md: conv and MLP, MNIST and Fashion-MNIST, ablations)
-// every recovered MNIST map predicted the next token on at least 78.8% of its training
-// steps and the grossly failed runs (frozen VQ-VAE; Fashion-MNIST runs with F1
-// 0.82–0.98 or purity 0.91) on at most 72.4%; runs that missed the bars narrowly (F1
-// 0.94–0.997, recall 0.993, purity 0.93) are not told apart, and a recovered
-// Fashion-MNIST map (two_rooms, 37.8%) is flagged. The threshold was chosen on those
-// runs.
-//
-// Noisy tokens also need enough training steps for the clones the map uses:
-// NoisyStepsPerClone per used clone, about 50 per clone and action. Every
-// recovered map of the pixel study had at least 637; a CI-size run of tiled (5,000
-// steps for 144 places, 111 clones used, map F1 0.15) had 45 and predicted the next
-// token on 92.6% of its training steps: it had learned its one walk by rote
-// (held-out 1.91 bits per step against 0.15 on the training walk).
+// verdict reads Determinism instead (resolved: at least NoisyDeterminism), and asks
+// for NoisyStepsPerClone training steps per used clone (about 50 per clone and
+// action), so that a walk learned by rote is not called resolved. The thresholds
+// were calibrated on runs scored against their true maps.
 //
 // Maps read through a confusion matrix: a misread surprises the forward pass at the
-// step its Viterbi path misses and for a few steps after; a merged clone surprises
-// it wherever its places' futures part. Measured (README, "Is the map resolved?"):
-// every resolved map had at most 0.10% of its steps surprised more than
-// NoisyAftermath steps after its path's last miss (big_room from MNIST, whose tokens
-// misread 7.55% of its steps; tiled 0.05–0.06%; the room proxy 0.00%), and every map
-// that merged places at least 0.25% (the tiled proxy with two classes behind one
-// token, F1 0.93 after 9 splits; tiled from MNIST, F1 0.58–0.64, 0.86–1.35%).
-// NoisyUnexplained lies between, a factor of 1.5–1.7 from each: thin at that edge.
-// The earlier rule, Surprises − Misses above 0.2%, called the big_room map merged:
-// that gap grows with the misreads.
-//
-// Exact tokens again: in a world with deterministic actions the forward pass of a
-// resolved map is surprised (the token seen had probability below ½) only while it
-// localises at the start of a walk, on a few steps: 0–4 per walk on the training walks
-// of the suites' gradient maps. A map that merges places is surprised wherever their
-// futures part: on tiled, on 188 steps of its one walk for a map of F1 0.969 whose
-// held-out cost, 0.017 bits per step, passes ExactBits. LateSurprises allows
-// LocaliseSurprises per walk, and ExactSurprises lies between.
+// step its Viterbi path misses and for a few steps after; a merged clone surprises it
+// wherever its places' futures part. Unexplained (the share surprised more than
+// NoisyAftermath steps after the path's last miss) above NoisyUnexplained means
+// merged.
 const (
 	ExactBits          = 0.02
 	LocaliseSurprises  = 10   // surprises per walk that localising may explain (exact tokens)
@@ -561,7 +538,6 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 		dataAdvice = fmt.Sprintf("more or longer training walks (%d steps for %d used clones: fewer than %d per clone, too few to learn each clone's moves)",
 			d.Steps, d.UsedClones, NoisyStepsPerClone)
 	case d.Steps > 0:
-		// tiled, gradient seed 3: flagged at 150,000 steps, recovered at 300,000 (README).
 		dataAdvice = fmt.Sprintf("more or longer training walks, say twice its %d training steps (the map fits its training walks far better than new ones)", d.Steps)
 	default:
 		dataAdvice = "more or longer training walks (the map fits its training walks far better than new ones)"
@@ -592,11 +568,8 @@ func mergedAdvice(noisy bool, splitsPast int) string {
 	if splitsPast == 0 {
 		return "more training per split round (EM iterations), more clones (splits) or more data (" + why + ")"
 	}
-	// tiled from MNIST, seeds 2–4: 1000 EM iterations per round, and two split rounds
-	// past the kept map (four in seed 2's study), each costing more held out (README
-	// "Bigger worlds"); seed 1 was recovered. With a token per class (scaled emissions,
-	// seed 2) neither a split round started afresh from the kept map nor another seed
-	// for the finalisation alone mended it: another seed means another walk and encoder.
+	// Split rounds past the kept map predicted held-out steps worse, so more clones
+	// will not help; a seed for the finalisation alone keeps the walk and the encoder.
 	return fmt.Sprintf("more or longer training walks, or another seed (a new walk and encoder); more EM iterations per split round if they were fewer than 1000 (%s; "+
 		"%d split round(s) past this map predicted held-out steps worse, so more clones will not help)", why, splitsPast)
 }

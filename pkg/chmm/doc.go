@@ -67,8 +67,7 @@
 //
 // Defaults (DefaultGradConfig): full batch, LR 0.1, at most 2000 iterations,
 // early stopping after 100 iterations without a gain of 1e-4 in ℓ/T, up to
-// 5 splitting rounds, folding and growth on. What they recover, and what did not help, is measured in
-// the README ("Symbolic maps").
+// 5 splitting rounds, folding and growth on.
 //
 // # File format
 //

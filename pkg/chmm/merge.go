@@ -18,9 +18,9 @@ import (
 //
 // (G is χ²(dof) when the two share one distribution and the counts are independent
 // draws, so z is about a standard normal; a walk's counts are not quite independent,
-// and on ring walks split tokens of one class reached z ≈ 5, so TestMergeTokens uses
-// bars of 10 and 100), and the merge happens while z < maxZ. After a merge the counts are regrouped, so the
-// columns of later tests are the merged groups. It returns the group of each token
+// so a bar well above a few standard deviations is needed), and the merge happens
+// while z < maxZ. After a merge the counts are regrouped, so the columns of later
+// tests are the merged groups. It returns the group of each token
 // (groups numbered 0.. in order of their first token) and the number of groups.
 // A token never seen is merged with nothing; it keeps a group of its own.
 func MergeTokens(seqs []Sequence, K, numActions int, maxZ float64) (group []int, groups int, err error) {

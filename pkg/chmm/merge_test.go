@@ -31,6 +31,8 @@ func ringWalk(cls []int, split map[int]int, T int, seed uint64) Sequence {
 // TestMergeTokens: two classes of a ring split over two tokens each at random come back
 // as one group each; the four classes stay apart (each has its own neighbours under
 // each action), and with a z bar below the split tokens' statistic nothing merges.
+// On ring walks the split tokens of one class reach z ≈ 5 (a walk's counts are not
+// quite independent draws), hence bars of 10 and 100.
 func TestMergeTokens(t *testing.T) {
 	cls := []int{0, 1, 2, 0, 3, 1}
 	for seed := range uint64(5) {

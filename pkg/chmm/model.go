@@ -95,9 +95,8 @@ func New(clones []int, numActions int, rng *rand.Rand) *Model {
 // NewRandom returns a model initialised as the original CSCG initialises its
 // transitions (chmm_actions.py: T = rand(A, N, N), rows normalised): every
 // transition toward a real destination gets weight u ~ U(0, 1], drawn per action,
-// i.e. logit log u; the sink keeps New's weight 10 and π is New's. EM from this
-// start leaves the symmetric point where every clone of a token is alike sooner
-// than from New's near-uniform one (issue of EM starts; measured in the README).
+// i.e. logit log u; the sink keeps New's weight 10 and π is New's. Unlike New's
+// near-uniform start, the clones of a token differ from the first iteration.
 func NewRandom(clones []int, numActions int, rng *rand.Rand) *Model {
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(0, 0))

@@ -197,7 +197,7 @@ func SplitSome(m *Model, split []bool, noise float64, rng *rand.Rand) (*Model, e
 //
 // A map trained by gradient holds many places twice: after a split both copies of a
 // clone that needed no split keep their share of its visits, and nothing in the
-// likelihood tells them apart (tiled, after six splits: 311 clones kept, 213 classes).
+// likelihood tells them apart.
 func FoldAlike[V int | float64](m *Model, keep []bool, visits []V, tv float64) int {
 	n, _ := FoldAlikeWithin(m, keep, visits, tv, 0)
 	return n
@@ -208,11 +208,9 @@ func FoldAlike[V int | float64](m *Model, keep []bool, visits []V, tv float64) i
 // differ farther on. stable says that the partition stopped changing within depth
 // refinements, so that the fold is FoldAlike's.
 //
-// A map trained by gradient holds many places several times over, copies whose rows
-// differ somewhere (cscg_empty seed 6 after 4 splits: 200 clones with 95% of their
-// visits at one place, for 48 places). Refined until stable, 7 of its 248 visited
-// clones fold; refined 3 times, 150, and 5 of the 98 left are at several places
-// (4 of 241). The numbers are experiment.TestFoldDepthProbe's.
+// A map trained by gradient may hold a place several times over, in copies whose
+// rows differ only many moves ahead: those fold at a small depth, and not until
+// stable. A small depth may also fold clones of different places.
 func FoldAlikeWithin[V int | float64](m *Model, keep []bool, visits []V, tv float64, depth int) (folded int, stable bool) {
 	n, tokens := m.N(), m.StateTokens()
 	trans := m.Transitions()

@@ -39,8 +39,7 @@ type GradConfig struct {
 	// StopTol, if positive, replaces Tol once the splitting rounds are spent: the
 	// plateau that ends training must then gain less than StopTol for Patience
 	// iterations. A small StopTol lets a big map keep descending where a gain below
-	// Tol still adds up (tiled: 0.0066 nats/step falling by ~5e-5 per 100
-	// iterations), while the splits still come at Tol's plateaus. 0: Tol.
+	// Tol still adds up, while the splits still come at Tol's plateaus. 0: Tol.
 	StopTol float64
 
 	// Clone splitting (our addition; neither the paper nor the original CSCG
@@ -130,10 +129,9 @@ type AdamState struct {
 	Pow1, Pow2 float64
 }
 
-// DefaultGradConfig returns the settings that recovered every symbolic map
-// we tried (see the package documentation): full batch, LR 0.1, at most
-// 2000 iterations, patience 100 with Tol 1e-4, up to 5 clone-splitting
-// rounds.
+// DefaultGradConfig returns the gradient trainer's defaults: full batch, LR 0.1,
+// at most 2000 iterations, patience 100 with Tol 1e-4, up to 5 clone-splitting
+// rounds, folding duplicates and growing clones on.
 func DefaultGradConfig() GradConfig {
 	return GradConfig{Iters: 2000, LR: 0.1, Patience: 100, Tol: 1e-4, SplitRounds: 5, FoldDuplicates: true, GrowClones: true}
 }
@@ -150,11 +148,7 @@ const (
 )
 
 // DefaultChunkAbove is the pass cost (PassCost, multiply-adds) above which the
-// symbolic experiments and the pixel finalisation read chunks (ChunkIfCostly): a
-// pass of 10⁸ takes about a third of a second on one core of the development
-// machine, so a full-batch training of 2000 iterations would take 10 minutes or more.
-// Every map of the symbolic and cscg suites but two cscg_empty runs' last trainings
-// costs less than 6·10⁷; tiled passes it from its fourth split (README, "Bigger worlds").
+// symbolic experiments and the pixel finalisation read chunks (ChunkIfCostly).
 const DefaultChunkAbove = 1e8
 
 // ChunkIfCostly returns c set to read random chunks (ChunkLen, ChunkBatch, FinalLR a
@@ -462,10 +456,9 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 	return h, nil
 }
 
-// chunkKeepEvery is how often a training on chunks scores its parameters on all
-// sequences to keep the best (a pass over all sequences costs about as much as three
-// chunked iterations on tiled's walk, so this adds about 6%): a chunked training
-// can end worse than it started (big_room, round 5: 0.0888 → 0.1139 bits per step).
+// chunkKeepEvery is how often (in iterations) a training on chunks scores its
+// parameters on all sequences to keep the best: a chunked training can end worse
+// than it started.
 const chunkKeepEvery = 50
 
 // entropyGrad folds the gradient of the entropy term into g (which holds

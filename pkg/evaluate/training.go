@@ -36,7 +36,7 @@ type Training struct {
 	// GrowRounds is how many times the budget was doubled: symbolic, for the tokens
 	// that used every clone (experiment.Symbolic.GrowRounds); from pixels, the
 	// finalisation's whole budget, which pruning left almost all in use
-	// (pipeline.Config.FinalGrow).
+	// (pipeline.Config.Final.BudgetDoublings).
 	GrowRounds int `json:"grow_rounds,omitempty"`
 	// Doublings is how many times a symbolic budget grown by splitting was split,
 	// from one clone per token (experiment.Symbolic.Doublings); Folded counts the
@@ -47,7 +47,7 @@ type Training struct {
 	// Doublings + 1 of them, the last the map's.
 	Rounds []BudgetRound `json:"rounds,omitempty"`
 	// GrowChecks are a pixel run's checks of a finalisation budget that bound
-	// (pipeline.Config.FinalGrow), in order.
+	// (pipeline.Config.Final.BudgetDoublings), in order.
 	GrowChecks []GrowCheck `json:"grow_checks,omitempty"`
 	// HeldOutBits are a pixel run's EM finalisation (pipeline.FinalEM) bits per step on
 	// the held-out ends of the training walks after each split round, from one clone
@@ -116,7 +116,7 @@ type Joint struct {
 	Iters int    `json:"iters"`          // joint iterations run
 	// MaxIters is the most the phase could run; StopChurn the label-free stop's
 	// threshold (0: none, the phase ran MaxIters) and AnnealStart the iteration its
-	// α_div anneal started at (pipeline.Config.StopChurn).
+	// α_div anneal started at (pipeline.Config.Joint.StopChurn).
 	MaxIters    int     `json:"max_iters,omitempty"`
 	StopChurn   float64 `json:"stop_churn,omitempty"`
 	AnnealStart int     `json:"anneal_start,omitempty"`
@@ -145,7 +145,7 @@ type Joint struct {
 	End    TokenEntropies `json:"joint_entropy"`
 }
 
-// Guard is the joint phase's anti-collapse record (pipeline.Config.CollapseLevel).
+// Guard is the joint phase's anti-collapse record (pipeline.Config.Joint.CollapseLevel).
 type Guard struct {
 	Interventions []Intervention `json:"interventions"`
 	SkippedSteps  int            `json:"skipped_steps"` // steps not applied: they produced a non-finite value

@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -16,7 +18,7 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
-// TestGrowthStudy writes the README's summaries of the budgets grown by splitting from
+// TestGrowthStudy writes the summaries of the budgets grown by splitting from
 // the committed reports (nothing is trained): each trainer's default against the same
 // trainer with the reference budgets, and the label-free verdict against the true maps
 // over every suite report. A

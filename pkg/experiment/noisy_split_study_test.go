@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -18,14 +20,15 @@ import (
 // names an environment): how EM's budget grown by splitting fares on tokens misread
 // as a VQ-VAE misreads digits. Each token of the reference walks is replaced, with
 // probability NOISY_SPLIT_P (default 0.04), by one of two fixed other tokens; EM
-// (DoublingIters soft iterations, the environment's pseudocount, no hard phase) is
+// (SplitRoundIters soft iterations, the environment's pseudocount, no hard phase) is
 // trained on the first 90% of every walk, and after each of NOISY_SPLIT_ROUNDS
 // (default 8) trainings it prints the bits per step on that part and on the held-out
 // end given its start, and the map scored on the (clean) held-out walk; then the
-// visited clones are split (keepVisited, chmm.SplitAll). README, "Bigger worlds":
+// visited clones are split (keepVisited, chmm.SplitAll). Results:
+// results/notes/bigger-pixels.md and verdict.md.
 //
-//	NOISY_SPLIT_ENV=room go test ./pkg/experiment -run TestNoisySplitStudy -v
-//	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
+//	NOISY_SPLIT_ENV=room go test -tags study ./pkg/experiment -run TestNoisySplitStudy -v
+//	NOISY_SPLIT_ENV=tiled NOISY_SPLIT_ROUNDS=6 go test -tags study ./pkg/experiment -run TestNoisySplitStudy -v -timeout 3h
 //
 // NOISY_SPLIT_CONFUSERS=M misreads each token as one of M fixed other tokens
 // (drawn at random, repeats allowed; default 2).
@@ -151,7 +154,7 @@ func TestNoisySplitStudy(t *testing.T) {
 		ones[k] = 1
 	}
 	m := SymbolicInit(ones, env.NumActions(), def.Seed, InitUniform)
-	tr := Training{Trainer: TrainerEM, Seed: def.Seed, Iters: DoublingIters, Full: true, Pseudocount: def.Pseudocount, Restarts: 1}
+	tr := Training{Trainer: TrainerEM, Seed: def.Seed, Iters: SplitRoundIters, Full: true, Pseudocount: def.Pseudocount, Restarts: 1}
 	split := rand.New(rand.NewPCG(def.Seed, 99))
 	for round := 0; round <= rounds; round++ {
 		t0 := time.Now()
@@ -162,7 +165,7 @@ func TestNoisySplitStudy(t *testing.T) {
 			}
 		} else {
 			ec := chmm.DefaultEMConfig()
-			ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters, ec.Seed = DoublingIters, -1, def.Pseudocount, 0, def.Seed
+			ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters, ec.Seed = SplitRoundIters, -1, def.Pseudocount, 0, def.Seed
 			ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, mode != "oracle", beam
 			h, err := chmm.TrainEM(m, start, ec)
 			if err != nil {

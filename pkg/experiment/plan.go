@@ -24,8 +24,8 @@ const (
 )
 
 // DefaultNoise is the noise model of planning with s when none is chosen, for a map
-// read from images through hard emissions (the encoder misreads test images; README,
-// "Planning with the learned map"): NoiseMap if the map was trained through a
+// read from images through hard emissions (the encoder misreads test images):
+// NoiseMap if the map was trained through a
 // confusion matrix, else NoiseLearn. NoiseRate otherwise: symbols are never
 // misread, and soft emissions carry the encoder's own uncertainty (read through the
 // map's confusion matrix, if it has one: RunPlanSetup).

@@ -371,18 +371,18 @@ func (r *splitRun) afterSplit(next int, m *chmm.Model) error {
 }
 
 // splitRoundTraining is how a budget grown by split rounds trains after each split:
-// one start, no hard phase within it, a gradient training stopping on DoublingStopTol
-// unless s.Tol is set, an EM one running in full (DoublingIters unless s.Iters).
+// one start, no hard phase within it, a gradient training stopping on SplitRoundStopTol
+// unless s.Tol is set, an EM one running in full (SplitRoundIters unless s.Iters).
 func (s Symbolic) splitRoundTraining() Training {
 	t := s.Training()
 	t.ViterbiIters, t.Restarts, t.UntilFit = 0, 1, false
 	if s.Trainer == TrainerGradient && s.Tol == 0 {
-		t.StopTol = DoublingStopTol
+		t.StopTol = SplitRoundStopTol
 	}
 	if s.Trainer == TrainerEM {
 		t.Full = true
 		if s.Iters == 0 {
-			t.Iters = DoublingIters
+			t.Iters = SplitRoundIters
 		}
 	}
 	return t
@@ -508,12 +508,12 @@ func (s Symbolic) splitStop(d *chmm.Diagnosis, hardBits float64, round, kept int
 	return why, merged
 }
 
-// maxStates is s.MaxStates, or MaxDoublingStates.
+// maxStates is s.MaxStates, or MaxSplitStates.
 func (s Symbolic) maxStates() int {
 	if s.MaxStates > 0 {
 		return s.MaxStates
 	}
-	return MaxDoublingStates
+	return MaxSplitStates
 }
 
 // appendHistory appends h, which started at seconds at, to all.

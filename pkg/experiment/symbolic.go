@@ -67,13 +67,10 @@ func keepBest(m *chmm.Model, train []chmm.Sequence, t Training, progressOut io.W
 	return best, bestH, n, nil
 }
 
-// FitBits is the training walks' cost below which a start of UntilFit ends the
-// search: every recovered map of the symbolic suites (reference walks; 7 environments,
-// both trainers, gradient seeds 1–10) cost at most 0.0008 bits per step on its
-// training walks, and every map that was not recovered at least 0.0175 (a two-loop
-// layout's gradient map with one merged clone, which the verdict's 0.02,
-// chmm.ExactBits, lets through). A map trained on far less data (one 600-step walk)
-// can cost more while right; it then merely gets its other starts.
+// FitBits is the training walks' cost (bits per step) at or below which a map fits
+// them: a start of UntilFit then ends the search, and a budget grown by splitting
+// stops growing. It is tighter than the verdict's chmm.ExactBits. A map trained on
+// little data can cost more while right; it then merely gets its other starts.
 const FitBits = 0.005
 
 // Symbolic trainers (paper Sec. 5.1).

@@ -203,7 +203,7 @@ func TestRunSymbolicGrow(t *testing.T) {
 }
 
 // TestDefaultSymbolicGrows: the default experiment sizes its budget: both trainers
-// grow it by splitting from one clone per token (DefaultDoublings, one start), and
+// grow it by splitting from one clone per token (DefaultSplitRounds, one start), and
 // FixedBudget gives them the reference budget and the doublings back, with EM's 3
 // starts (the best training likelihood) or the gradient trainer's up to 5 (until one
 // fits); the smaller sizes, made for speed, do neither.
@@ -217,17 +217,17 @@ func TestDefaultSymbolicGrows(t *testing.T) {
 		untilFit bool
 	}{{g, DefaultGradientRestarts, true}, {e, DefaultEMRestarts, false}} {
 		s := c.s
-		if s.Doublings != DefaultDoublings || s.Restarts != 1 || s.GrowRounds != 0 || s.UntilFit {
+		if s.Doublings != DefaultSplitRounds || s.Restarts != 1 || s.GrowRounds != 0 || s.UntilFit {
 			t.Errorf("%s: Doublings %d, Restarts %d, GrowRounds %d, UntilFit %v, want %d, 1, 0, false", s.Trainer,
-				s.Doublings, s.Restarts, s.GrowRounds, s.UntilFit, DefaultDoublings)
+				s.Doublings, s.Restarts, s.GrowRounds, s.UntilFit, DefaultSplitRounds)
 		}
 		if err := s.Validate(); err != nil {
 			t.Errorf("%s defaults: %v", s.Trainer, err)
 		}
 		f := s.FixedBudget(0)
-		if f.Doublings != 0 || f.Restarts != c.restarts || f.UntilFit != c.untilFit || f.GrowRounds != DefaultGrowRounds || f.ClonesPerClass != s.ClonesPerClass {
+		if f.Doublings != 0 || f.Restarts != c.restarts || f.UntilFit != c.untilFit || f.GrowRounds != DefaultBudgetDoublings || f.ClonesPerClass != s.ClonesPerClass {
 			t.Errorf("%s FixedBudget(0): Doublings %d, Restarts %d, UntilFit %v, GrowRounds %d, want 0, %d, %v, %d", s.Trainer,
-				f.Doublings, f.Restarts, f.UntilFit, f.GrowRounds, c.restarts, c.untilFit, DefaultGrowRounds)
+				f.Doublings, f.Restarts, f.UntilFit, f.GrowRounds, c.restarts, c.untilFit, DefaultBudgetDoublings)
 		}
 		if err := f.Validate(); err != nil {
 			t.Errorf("%s FixedBudget(0): %v", s.Trainer, err)

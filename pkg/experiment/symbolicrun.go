@@ -54,7 +54,7 @@ type Symbolic struct {
 	Entropy float64 `json:"entropy,omitempty"`
 	// Tol is the gradient trainer's least gain in ℓ/T (nats per step) that counts as
 	// progress within its patience (0: chmm.DefaultGradConfig's 1e-4; with Doublings,
-	// DoublingStopTol once a training's splitting rounds are spent). Given, it holds
+	// SplitRoundStopTol once a training's splitting rounds are spent). Given, it holds
 	// throughout.
 	Tol float64 `json:"tol,omitempty"`
 	// GrowRounds > 0 lets the budget size itself: after training, while the map cannot
@@ -69,12 +69,12 @@ type Symbolic struct {
 	// two (chmm.SplitAll), and training goes on from there, until the map predicts its
 	// training walks (FitBits; for EM, before or after ViterbiIters hard iterations run
 	// on a copy), or Doublings times. EM's trainings run Iters soft iterations (0:
-	// DoublingIters) in full, and the hard ones follow the last; the gradient trainer's
+	// SplitRoundIters) in full, and the hard ones follow the last; the gradient trainer's
 	// stop on a plateau as usual. The budget fields and GrowRounds are then unused.
-	// DefaultSymbolic: DefaultDoublings.
+	// DefaultSymbolic: DefaultSplitRounds.
 	Doublings int `json:"doublings,omitempty"`
 	// MaxStates bounds the states of a budget grown by splitting: the visited clones
-	// are not split when that would pass it (0: MaxDoublingStates, also the most).
+	// are not split when that would pass it (0: MaxSplitStates, also the most).
 	MaxStates int `json:"max_states,omitempty"`
 	// FoldAlike > 0 folds, before each split of a budget grown by splitting, the kept
 	// clones that behave alike (chmm.FoldAlike with this total-variation bound) into
@@ -117,9 +117,7 @@ type Symbolic struct {
 	// those its Viterbi paths hold one step before a surprise (chmm.SurprisedStates,
 	// measured after the fold), where every kept clone is split otherwise: the clones
 	// that still stand for several places, not the whole map again. false: every kept
-	// clone (the default; on tiled seed 3 and cscg_empty seed 6 the targeted splits
-	// were folded back and the maps stayed merged, README "Bigger worlds"). Not with
-	// SplitShare.
+	// clone (the default). Not with SplitShare.
 	SplitSurprised bool `json:"split_surprised,omitempty"`
 
 	// Checkpoint, if not empty, is a file where a budget grown by splitting is saved
@@ -130,54 +128,47 @@ type Symbolic struct {
 	Checkpoint string `json:"-"`
 }
 
-// DoublingIters is the soft EM iterations per training when the budget grows by
+// SplitRoundIters is the soft EM iterations per training when the budget grows by
 // splitting (Symbolic.Doublings): every training runs them all, since a model just
 // split sits where EM's first iterations barely move.
-const DoublingIters = 300
+const SplitRoundIters = 300
 
-// DoublingStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
-// keeps a training going once its splitting rounds are spent, when the budget grows
-// by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). At the small losses
-// of a big map, 1e-4 ended each training while it still gained: tiled stalled near
-// 0.01 bits per step with it, round after round (with this, at 0.005 and places still
-// merged: README, "Bigger worlds"). The splits within a training still come at 1e-4's
-// plateaus: with 1e-5 there, two_rooms seed 5 split less, fitted later and grew 321
-// states instead of 93.
-const DoublingStopTol = 1e-5
+// SplitRoundStopTol is the gradient trainer's least gain in ℓ/T (nats per step) that
+// keeps a training going once its own plateau splits are spent, when the budget grows
+// by splitting and Symbolic.Tol is 0 (chmm.GradConfig.StopTol). The plateau splits
+// within a training still come at chmm.DefaultGradConfig's Tol.
+const SplitRoundStopTol = 1e-5
 
-// DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer. After a
+// DefaultFoldAlike is DefaultSymbolic's FoldAlike for the gradient trainer: the
+// total-variation bound under which two clones of a token count as alike. After a
 // split both copies of a clone that needed none keep their share of its visits, and
-// nothing in the likelihood draws them apart, so the map holds such places twice and
-// the next split doubles them again (tiled, after six splits: 311 clones kept, in 213
-// classes of alike clones). The bound hardly matters there: 0.02 to 0.2 gave 215 to
-// 210 classes. EM's maps are not folded: EM lets one copy of a place take it over.
+// nothing in the likelihood draws them apart; folding them before the next split keeps
+// it from doubling them again. EM's maps are not folded (0): EM lets one copy of a
+// place take it over.
 const DefaultFoldAlike = 0.05
 
-// DefaultFoldCost is DefaultSymbolic's FoldCost for the gradient trainer. Folded only
-// where alike however far ahead, tiled seed 1's map held its places several times
-// over and was split on to 1,336 states, still merged; with 0.5 it was recovered
-// with 267. A fold allowed to double the bits per step instead undid each split
-// (tiled seed 1: 25, 50, 25 clones).
+// DefaultFoldCost is DefaultSymbolic's FoldCost for the gradient trainer: a fold
+// compared fewer moves ahead may give back at most half of what the last split gained.
+// EM's maps are not folded (0).
 const DefaultFoldCost = 0.5
 
-// MaxDoublingStates bounds a budget grown by splitting (Symbolic.MaxStates): about
-// 6 GB of training memory on 150,000 steps.
-const MaxDoublingStates = 2048
+// MaxSplitStates bounds a budget grown by splitting (Symbolic.MaxStates), and with it
+// the training memory, which grows with the states (chmm.TrainBytes).
+const MaxSplitStates = 2048
 
-// DefaultDoublings is DefaultSymbolic's Doublings: enough splits for 2^16 places per
-// token, so MaxDoublingStates or the fit is what stops.
-const DefaultDoublings = 16
+// DefaultSplitRounds is DefaultSymbolic's Doublings: enough splits for 2^16 places per
+// token, so MaxSplitStates or the fit is what stops.
+const DefaultSplitRounds = 16
 
-// DefaultGrowRounds is FixedBudget's GrowRounds: a budget that binds may double
-// three times, to 8× the reference one (a custom room's 10 clones per class to 80).
-// A map that fits its training walks, or whose tokens leave clones unused, is
-// trained once, as with a fixed budget.
-const DefaultGrowRounds = 3
+// DefaultBudgetDoublings is FixedBudget's GrowRounds: a budget that binds may double
+// three times, to 8× the starting one. A map that fits its training walks, or whose
+// tokens leave clones unused, is trained once, as with a fixed budget.
+const DefaultBudgetDoublings = 3
 
 // DefaultSymbolic is the experiment of trainer on e at its reference size
 // (gridworld.Defaults: walks, clone budget, pseudocount, else chmm.DefaultEMConfig's),
 // a held-out walk as long as a training walk, the trainer's iterations, seed 1. Both
-// trainers grow the budget by splitting from one clone per token (DefaultDoublings,
+// trainers grow the budget by splitting from one clone per token (DefaultSplitRounds,
 // one start); FixedBudget gives them the reference budget instead. A custom
 // environment keeps its layout.
 func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
@@ -196,7 +187,7 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 	s := Symbolic{Env: e.Name, Layout: layout, Trainer: trainer, Seed: 1,
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
-		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultDoublings,
+		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultSplitRounds,
 		ChunkAbove: chmm.DefaultChunkAbove}
 	if trainer == TrainerGradient {
 		s.FoldAlike, s.DropCost, s.FoldCost = DefaultFoldAlike, DefaultDropCost, DefaultFoldCost
@@ -216,7 +207,7 @@ const DefaultGradientRestarts = 5
 // instead of growing one by splitting, with restarts starts (0: DefaultEMRestarts for
 // EM, which keeps the best training likelihood; DefaultGradientRestarts for the
 // gradient trainer, which stops at the first that fits), and a budget that may double
-// (DefaultGrowRounds) where it binds. s is returned unchanged unless it grows by
+// (DefaultBudgetDoublings) where it binds. s is returned unchanged unless it grows by
 // splitting.
 func (s Symbolic) FixedBudget(restarts int) Symbolic {
 	if s.Doublings == 0 {
@@ -228,7 +219,7 @@ func (s Symbolic) FixedBudget(restarts int) Symbolic {
 			restarts = DefaultGradientRestarts
 		}
 	}
-	s.Doublings, s.Restarts, s.GrowRounds, s.FoldCost = 0, restarts, DefaultGrowRounds, 0
+	s.Doublings, s.Restarts, s.GrowRounds, s.FoldCost = 0, restarts, DefaultBudgetDoublings, 0
 	s.UntilFit = s.Trainer == TrainerGradient
 	return s
 }
@@ -309,7 +300,7 @@ func (s Symbolic) Validate() error {
 	add(s.Tol >= 0 && s.Tol <= 1, "tol=%g (need 0 ≤ tol ≤ 1)", s.Tol)
 	add(s.GrowRounds >= 0 && s.GrowRounds <= 10, "grow_rounds=%d (need 0..10)", s.GrowRounds)
 	add(s.Doublings >= 0 && s.Doublings <= 16, "doublings=%d (need 0..16)", s.Doublings)
-	add(s.MaxStates >= 0 && s.MaxStates <= MaxDoublingStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxDoublingStates)
+	add(s.MaxStates >= 0 && s.MaxStates <= MaxSplitStates, "max_states=%d (need 0..%d)", s.MaxStates, MaxSplitStates)
 	add(s.ChunkAbove >= 0 && !math.IsInf(s.ChunkAbove, 0), "chunk_above=%g (need a finite number ≥ 0)", s.ChunkAbove)
 	add(s.FoldAlike >= 0 && s.FoldAlike < 1, "fold_alike=%g (need 0 ≤ fold_alike < 1)", s.FoldAlike)
 	add(s.FoldCost >= 0 && s.FoldCost <= 1, "fold_cost=%g (need 0 ≤ fold_cost ≤ 1)", s.FoldCost)
@@ -480,20 +471,16 @@ func runSymbolic(s Symbolic, m *chmm.Model, progressOut io.Writer, hooks *splitH
 	return run, nil
 }
 
-// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer. A token at
-// many places gives each of its clones a small share of its visits: big_room's
-// interior token is at 64 places, 1.6% each, less where a place has two clones. On
-// big_room (seed 1, after 6 splits: 0.0341 bits per step, 174 clones visited)
-// dropping the clones under 1% of their token's visits kept 109 and cost 0.578 bits
-// per step; under 0.2%, 164 and 0.0350. On tiled (16 places per token; seed 3 after
-// 5 splits, 0.0234) 1% kept 280 of 372 and cost 0.0437; 0.2%, 365 and 0.0236. The
-// next training had to win that back, and on big_room did not.
+// DefaultDropCost is DefaultSymbolic's DropCost for the gradient trainer: dropping
+// rarely visited clones before a split may raise the training walks' bits per step by
+// at most 5% (and a bit per walk). A token at many places gives each of its clones a
+// small share of its visits, so a fixed share (chmm.UsedShare) alone would drop clones
+// the map needs.
 const DefaultDropCost = 0.05
 
 // growBudget returns the tokens of m whose budgets bind (Symbolic.GrowRounds): none when
-// m predicts its training walks (at most FitBits bits per step, the starts' bar: the
-// verdict's 0.02 let a map with merged places stop growing), else the
-// tokens that use every clone.
+// m predicts its training walks (at most FitBits bits per step, the starts' bar, not
+// the verdict's chmm.ExactBits), else the tokens that use every clone.
 func growBudget(m *chmm.Model, train []chmm.Sequence) ([]int, *chmm.Diagnosis, error) {
 	d, err := chmm.Diagnose(m, train, nil, 0)
 	if err != nil {

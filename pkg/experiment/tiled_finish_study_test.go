@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -23,9 +25,9 @@ import (
 //   - the map after one more split round (keepVisited at 1%, chmm.SplitAll, a training
 //     at the same settings).
 //
-// README, "Bigger worlds":
+// Results: results/notes/bigger.md.
 //
-//	TILED_FINISH_SEED=3 go test ./pkg/experiment -run TestTiledFinishStudy -v -timeout 2h
+//	TILED_FINISH_SEED=3 go test -tags study ./pkg/experiment -run TestTiledFinishStudy -v -timeout 2h
 func TestTiledFinishStudy(t *testing.T) {
 	v := os.Getenv("TILED_FINISH_SEED")
 	if v == "" {

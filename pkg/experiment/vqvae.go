@@ -61,18 +61,8 @@ type VQStudy struct {
 	Dir string
 }
 
-// DefaultVQSteps is the default warm-up length.
-//
-// The reference warms up for 4 epochs over the training episodes' frames: 1,250
-// steps on aliased (4 × 10,000 frames) and 3,125 on two_rooms (10 × 10,000), but
-// those frames re-sample only ~3,200 (aliased, 4 classes) or ~8,000 (two_rooms)
-// distinct training images. Learning curves to 3,000 steps (Curve 100, seed 1,
-// held-out frames) flatten by about 2,000 steps: on two_rooms, purity moves by
-// < 0.02 and H(token|class) by ≤ 0.03 nats between 2,000 and 3,000 steps on both
-// MNIST and Fashion-MNIST (H still fell by 0.1 nats between 1,400 and 2,000 steps),
-// and aliased is flat from ~400 steps. The 3,000-step curves are kept in
-// results/vqvae/curve3000/; the suite records 3-seed curves to 2,000 steps
-// (results/vqvae.md).
+// DefaultVQSteps is the default warm-up length in steps, fixed whatever the
+// environment's data size (the reference warms up for 4 epochs instead).
 const DefaultVQSteps = 2000
 
 // VQCurveFrames is the number of held-out frames a learning-curve point scores.

@@ -347,8 +347,8 @@ const layoutBigRoom = `// big_room: 10x10, 100 places, 180 edges, 10 classes
 var layoutTiled = "// tiled: 12x12, 144 places, 264 edges, 9 classes\n" +
 	strings.Repeat("0 1 2 0 1 2 0 1 2 0 1 2\n3 4 5 3 4 5 3 4 5 3 4 5\n6 7 8 6 7 8 6 7 8 6 7 8\n", 4)
 
-// four_rooms' classes were drawn at random (seed 2026), never equal to the class
-// above or to the left, and balanced (35-38 places each).
+// four_rooms' classes were drawn at random once, never equal to the class above or
+// to the left, and balanced (35-38 places each).
 const layoutFourRooms = `// four_rooms: 20x20, 365 places, 654 edges, 10 classes
 1 6 9 8 1 4 9 6 9 7 # 7 3 0 2 1 5 1 8 0
 8 7 3 2 8 3 4 3 5 1 # 6 0 6 4 9 2 6 0 9

@@ -57,7 +57,7 @@ func cpuSeconds() float64 {
 }
 
 // BenchmarkJointStep* time one joint iteration of 4 × 256 frames: conv or MLP VQ-VAE,
-// every frame with gradients (Full), 256 of the 1,024 (Subset, Config.GradFrames) or 128
+// every frame with gradients (Full), 256 of the 1,024 (Subset, Config.Joint.GradFrames) or 128
 // (Subset128, `--grad-frames 128`).
 // Aliased: K = 4, 5 clones (N = 21); TwoRooms: K = 10, 15 clones (N = 151); FourRooms:
 // K = 10, 90 clones (N = 901, the share budget four_rooms' joint phase gets).

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -12,9 +14,9 @@ import (
 
 // TestContextMergeStudy scores, against the frames' classes (labels: evaluation only),
 // the hard tokens of a warm-up checkpoint before and after chmm.MergeTokens at several
-// bars, with the warm-up's codebook and with a recentred one (Config.Recenter).
+// bars, with the warm-up's codebook and with a recentred one (Config.Warmup.Recenter).
 //
-//	CTX_RUN=runs/big_room_codes40:warmup-003124.ckpt go test ./pkg/pipeline -run TestContextMergeStudy -v
+//	CTX_RUN=runs/big_room_codes40:warmup-003124.ckpt go test -tags study ./pkg/pipeline -run TestContextMergeStudy -v
 func TestContextMergeStudy(t *testing.T) {
 	spec := os.Getenv("CTX_RUN")
 	if spec == "" {

@@ -21,22 +21,23 @@
 //
 //  1. Warm-up (warmup.go): the VQ-VAE alone on the training frames; then token
 //     compaction (the codes the encoder emits on them, relabelled 0..K'−1, merged
-//     where the walks cannot tell them apart with Config.MergeCodes), the clone budget
-//     (Config.Budget), an optional HMM pre-training, and the joint model.
+//     where the walks cannot tell them apart with Config.Warmup.MergeCodes), the
+//     clone budget (Config.Joint.Budget), an optional HMM pre-training
+//     (Config.Joint.PretrainIters), and the joint model.
 //  2. Joint (jointphase.go; the step in joint.go): encoder, codebook and HMM trained
 //     together on chunks of the walks, minimising
 //     L = L_rec + β·L_commit + λ_t·(−ℓ^s/T) + α_div·(log K' − H(ρ̄)),
-//     with the anti-collapse guard (Config.CollapseLevel rolls back to the last
-//     healthy checkpoint; Config.CollapseFrac is the reference-like guard) and the
-//     optional label-free stop (Config.StopChurn).
+//     with the anti-collapse guard (Config.Joint.CollapseLevel rolls back to the
+//     last healthy checkpoint; Config.Joint.CollapseFrac is the reference-like guard)
+//     and the optional label-free stop (Config.Joint.StopChurn).
 //  3. Finalisation (final.go): the encoder frozen, the map trained on the training
-//     walks' hard tokens (merged first with Config.MergeTokens), by gradient
+//     walks' hard tokens (merged first with Config.Final.MergeTokens), by gradient
 //     (final_grad.go: a budget by token share that doubles where it binds, then
 //     pruning) or by EM through a learned token confusion matrix (final_em.go: split
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks).
 //  4. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
-//     hard read-out (Config.Decode), scored by evaluate.Evaluate, with the label-free
-//     diagnosis (chmm.Diagnosis and its verdict).
+//     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the
+//     label-free diagnosis (chmm.Diagnosis and its verdict).
 //
 // # Run directory
 //
@@ -70,8 +71,9 @@
 //
 // Run on a directory that holds an unfinished run resumes it where its state says: the
 // warm-up after its last saved chunk, the joint phase at its last commit (every
-// Config.CheckpointEvery iterations, with the Adam moments and the graph's generator;
-// the minibatch of an iteration is a function of the seed and the iteration), the
+// Config.Joint.CheckpointEvery iterations, with the Adam moments and the graph's
+// generator; the minibatch of an iteration is a function of the seed and the
+// iteration), the
 // finalisation after its last finished training or split round or within its
 // training in progress (saved every few minutes), the evaluation from its start. The
 // resumed run ends with the files and report of an uninterrupted one, the seconds

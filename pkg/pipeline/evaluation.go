@@ -138,7 +138,7 @@ func Evaluate(vq *vqvae.Model, hmm *chmm.Model, env *gridworld.Env, cfg Config) 
 }
 
 // Reevaluate scores the finished run in dir again with the current Evaluate (after a
-// change to the evaluation or to Config.Decode's default) and rewrites report.json,
+// change to the evaluation or to Config.Eval.Decode's default) and rewrites report.json,
 // keeping its wall times and training record. The model is not touched.
 func Reevaluate(dir string) (*evaluate.Report, error) {
 	unlock, err := lockDir(dir)

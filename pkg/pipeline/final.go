@@ -35,7 +35,7 @@ type finaliser struct {
 }
 
 // finalise is phase 3: the encoder frozen, the map trained on the training frames'
-// hard tokens (merged first with Config.MergeTokens) by the gradient finalisation
+// hard tokens (merged first with Config.Final.MergeTokens) by the gradient finalisation
 // (gradient) or by EM through a confusion matrix (em), saved with the encoder as the
 // run's model files. It starts from j, the joint phase's model, or from the state's
 // joint checkpoint when j is nil.
@@ -120,7 +120,7 @@ func (f *finaliser) saveMap(vq *vqvae.Model, hmm *chmm.Model) error {
 }
 
 // mergeTokens merges the joint phase's tokens that the training walks cannot tell
-// apart (Config.MergeTokens, chmm.MergeTokens) into the map's tokens: the final
+// apart (Config.Final.MergeTokens, chmm.MergeTokens) into the map's tokens: the final
 // encoder vq reads its codes through the merge (vqvae.Model.SetTokens), and the
 // training frames' tokens (the joint phase's) are returned as the map's. The merge is
 // recorded in the state (TokensMerged).

@@ -33,7 +33,7 @@ type emRounds struct {
 }
 
 // em is the finalisation by EM through a learned confusion matrix (FinalEM). From one
-// clone per token, EM (FinalIters soft iterations, pseudocount FinalEMPseudocount,
+// clone per token, EM (Final.Iters soft iterations, pseudocount FinalEMPseudocount,
 // chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns the map and C[k][o],
 // the chance that a place of token k is read as o, on the first 1 − GrowHoldOut of
 // every training walk in seqs, cut into pieces of at least minPiece steps so that
@@ -43,7 +43,7 @@ type emRounds struct {
 // at least chmm.UsedShare of their token's expected visits are kept and split in two,
 // and EM trains on, until the held-out ends of the walks (scored given their starts,
 // under C) have missed a gain of SplitGain bits per step over the best so far
-// SplitPatience rounds in a row, or FinalDoublings split rounds are done. The map with
+// SplitPatience rounds in a row, or Final.SplitRounds split rounds are done. The map with
 // the cheapest held-out ends is kept, with its C in the state's Made.Confusion.
 func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := f.s.cfg
@@ -156,7 +156,7 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 
 // judge scores round's trained map m on the held-out ends of the walks, keeps the best
 // so far, and ends the rounds after patience rounds without a gain of SplitGain or
-// after FinalDoublings; else it keeps the clones with chmm.UsedShare of their token's
+// after Final.SplitRounds; else it keeps the clones with chmm.UsedShare of their token's
 // expected visits (chmm.GrowBySplitting.Judge).
 func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) {
 	f, cfg := e.f, e.f.s.cfg

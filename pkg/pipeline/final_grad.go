@@ -12,14 +12,14 @@ import (
 )
 
 // maxFinalBytes bounds the memory of a finalisation whose budget grows
-// (Config.FinalGrow, chmm.TrainBytes): about 4,000 states over 4 × 10,000 steps.
+// (Config.Final.BudgetDoublings, chmm.TrainBytes): about 4,000 states over 4 × 10,000 steps.
 const maxFinalBytes = 6e9
 
 // gradient is the gradient finalisation (FinalGradient): it trains the map's HMM on
 // seqs, the training walks' hard tokens (share: each token's share of their frames),
 // from joint, the joint phase's HMM (FinalFromJoint), or afresh on a budget by token
-// share that doubles where it binds (Config.FinalGrow), then prunes it
-// (Config.FinalPrune). Each finished training is a checkpoint (FinalGrad) that an
+// share that doubles where it binds (Config.Final.BudgetDoublings), then prunes it
+// (Config.Final.Prune). Each finished training is a checkpoint (FinalGrad) that an
 // interrupted run resumes from.
 func (f *finaliser) gradient(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
 	cfg := f.s.cfg
@@ -106,7 +106,7 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 	return hmm, s, nil
 }
 
-// growthCheck is Config.FinalGrow's check after round s.Round, whose map has n states:
+// growthCheck is Config.Final.BudgetDoublings's check after round s.Round, whose map has n states:
 // the budget binds when pruning left fewer than GrowSlack of its clones unused, and it
 // doubles if twice the budget predicts the held-out ends of the training walks by
 // GrowGain bits per step better (growthBits, each score a checkpoint). It returns
@@ -190,7 +190,7 @@ func (f *finaliser) checkpointGrad(s *finalGradState, m *chmm.Model) error {
 
 // prune removes the clones that the training episodes' Viterbi paths visit fewer than
 // FinalPrune × steps times (keeping each token's most visited clone) and trains the
-// pruned model for FinalPruneIters iterations (Config.FinalPrune), a run called label.
+// pruned model for Final.PruneIters iterations (Config.Final.Prune), a run called label.
 func (f *finaliser) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label string) (*chmm.Model, error) {
 	cfg := f.s.cfg
 	visits, err := chmm.ViterbiVisits(hmm, seqs, 0)
@@ -270,7 +270,7 @@ func (f *finaliser) trainShown(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.Gr
 	return trainShown(f.s, hmm, seqs, gc, label)
 }
 
-// trainShown trains hmm on seqs with gc (reading chunks where Config.FinalChunkAbove
+// trainShown trains hmm on seqs with gc (reading chunks where Config.Final.ChunkAbove
 // says a pass costs too much; from gc.Resume, if set) behind a progress bar called
 // label.
 func trainShown(s *session, hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradConfig, label string) (*chmm.History, error) {
@@ -295,7 +295,7 @@ func trainShown(s *session, hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradC
 }
 
 // growthBits scores a budget of clones per token (on average) for the growth check of
-// Config.FinalGrow: the HMM is trained afresh with it on the first 1 − GrowHoldOut of
+// Config.Final.BudgetDoublings: the HMM is trained afresh with it on the first 1 − GrowHoldOut of
 // every training walk and scored on the rest of it, given the start (−log₂ p(end |
 // start) per held-out step; 0 when nothing is held out). Twice the budget is kept if
 // it costs at least GrowGain fewer bits per held-out step.

@@ -13,7 +13,7 @@ import (
 )
 
 // HeldOut is a run's held-out evaluation episode (Sec. 3.9): a fresh walk of
-// Config.EvalSteps steps, each showing a fresh test-split image, both drawn from the
+// Config.Eval.Steps steps, each showing a fresh test-split image, both drawn from the
 // run's seed. Evaluate scores it; the figures and the notebooks re-create it with
 // NewHeldOut, so every read-out of a run is of the same episode.
 type HeldOut struct {

@@ -35,7 +35,7 @@ type Joint struct {
 	// NoLengthNorm drops the 1/T_b of the HMM term (Sec. 3.6 length normalisation).
 	FreezeVQ, NoLengthNorm bool
 	// Scaled emits ρ_t(k)/ρ̄(k), the soft posterior over its minibatch mean
-	// (Config.ScaledEmissions), instead of ρ_t(k) (Sec. 3.5).
+	// (Config.Joint.ScaledEmissions), instead of ρ_t(k) (Sec. 3.5).
 	Scaled bool
 
 	// GradFrames, if in (0, B·T), is the number of a step's frames (the first rows of
@@ -48,7 +48,7 @@ type Joint struct {
 	GradFrames int
 
 	// Share, if set, is the token usage the diversity term keeps (KL(ρ̄ ‖ Share),
-	// Config.MergeCodes); nil: uniform usage (log K − H(ρ̄), the paper). Set before the
+	// Config.Warmup.MergeCodes); nil: uniform usage (log K − H(ρ̄), the paper). Set before the
 	// first Step.
 	Share []float64
 

@@ -24,7 +24,7 @@ type jointRun struct {
 }
 
 // trainJoint is phase 2 (Algorithm 1): joint steps from the state's iteration to
-// Config.JointIters (or the label-free stop), committed every Config.CheckpointEvery,
+// Config.Joint.Iters (or the label-free stop), committed every Config.Joint.CheckpointEvery,
 // with the anti-collapse guard. It starts from j, the warm-up's joint model, or from
 // the state's checkpoint when j is nil, and returns the joint model at the phase's end.
 func trainJoint(s *session, ck *checkpoint, j *Joint) (*Joint, error) {
@@ -297,7 +297,7 @@ func alphaAt(cfg Config, st *runState, it int) float64 {
 }
 
 // ProbeFrames is the number of training frames the label-free stop re-encodes at
-// every checkpoint (Config.StopChurn).
+// every checkpoint (Config.Joint.StopChurn).
 const ProbeFrames = 2048
 
 // churn re-encodes the probe frames (a fixed sample of the training frames) and returns
@@ -327,7 +327,7 @@ func (p *jointRun) churn() (float64, error) {
 	return float64(changed) / float64(n), nil
 }
 
-// stopCheck measures the churn at a checkpoint (Config.StopChurn), records it, starts
+// stopCheck measures the churn at a checkpoint (Config.Joint.StopChurn), records it, starts
 // the α_div anneal or ends the phase; it returns whether the phase ends here.
 func (p *jointRun) stopCheck(rec *Record) (bool, error) {
 	cfg, st := p.s.cfg, p.st
@@ -408,11 +408,11 @@ func collapseLevel(cfg Config, st *runState, m float64) float64 {
 	return 1 + m*cfg.Joint.CollapseLevel*(p0-1)
 }
 
-// intervene is the anti-collapse response (Config.CollapseLevel): it restores the last
+// intervene is the anti-collapse response (Config.Joint.CollapseLevel): it restores the last
 // healthy checkpoint (VQ-VAE, codebook, HMM and both Adam states), doubles α_div, halves
 // the VQ-VAE learning rate, re-seeds the codes unused on a sample of training frames,
 // drops the abandoned iterations from the history (the event goes to the last one kept)
-// and commits the new branch. More than Config.MaxInterventions is an error.
+// and commits the new branch. More than Config.Joint.MaxInterventions is an error.
 func (p *jointRun) intervene(reason string) (string, error) {
 	cfg, st, d := p.s.cfg, p.st, p.s.d
 	if len(st.Interventions) >= cfg.Joint.MaxInterventions {

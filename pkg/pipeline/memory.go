@@ -9,8 +9,8 @@ import (
 // the peak is Data plus the largest of the others.
 type MemoryParts struct {
 	Data   float64 // the training walks: a place, class, action, frame index and token per step
-	Warmup float64 // the VQ-VAE trained on WarmupBatch frames, encoding in blocks, the k-means++ sample
-	Joint  float64 // the VQ-VAE on a JointBatch × ChunkLen batch and the joint phase's HMM on it
+	Warmup float64 // the VQ-VAE trained on Warmup.Batch frames, encoding in blocks, the k-means++ sample
+	Joint  float64 // the VQ-VAE on a Joint.Batch × Joint.ChunkLen batch and the joint phase's HMM on it
 	Final  float64 // the finalisation's HMM on every training step, at its starting budget
 	Eval   float64 // the held-out episode's images, posteriors and Viterbi table
 }
@@ -43,7 +43,7 @@ const (
 
 // EstimateParts is EstimateBytes by phase. K is taken before compaction (vqvae.k, the
 // most tokens a run can have); the joint HMM has 1 + K·Clones states and the
-// finalisation's 1 + K·max(Clones, FinalClones) (a budget that FinalGrow doubles, or
+// finalisation's 1 + K·max(Joint.Clones, Final.Clones) (a budget that Final.BudgetDoublings doubles, or
 // FinalEM's splits, may grow past it: the estimate is of the run's start).
 func EstimateParts(cfg Config) MemoryParts {
 	actions := 4

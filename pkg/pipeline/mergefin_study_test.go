@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -20,12 +22,12 @@ import (
 // codes of the training frames merged by context (chmm.MergeTokens at z <
 // MERGEFIN_Z, default 100), the map finalised on the merged tokens as the run's config
 // says, and scored by Evaluate with the encoder reading its codes through the merge
-// (vqvae.Model.SetTokens, as a run with Config.MergeTokens does), every EM round too.
+// (vqvae.Model.SetTokens, as a run with Config.Final.MergeTokens does), every EM round too.
 // MERGEFIN_TRAINER=em|gradient sets the finalisation; MERGEFIN_AVG=1 instead counts
 // the frames that keep their merged token under a codebook of the merged tokens' mean
 // rows. Labels only to score.
 //
-//	MERGEFIN_RUN=DIR:vqvae.ckpt go test ./pkg/pipeline -run TestMergedFinaliseStudy -v -timeout 3h
+//	MERGEFIN_RUN=DIR:vqvae.ckpt go test -tags study ./pkg/pipeline -run TestMergedFinaliseStudy -v -timeout 3h
 func TestMergedFinaliseStudy(t *testing.T) {
 	spec := os.Getenv("MERGEFIN_RUN")
 	if spec == "" {
@@ -104,7 +106,7 @@ func TestMergedFinaliseStudy(t *testing.T) {
 		return
 	}
 
-	// The encoder reads its codes through the merge, as a run with Config.MergeTokens
+	// The encoder reads its codes through the merge, as a run with Config.Final.MergeTokens
 	// saves it, so Evaluate scores the held-out episode with the merged tokens.
 	if err := m.SetTokens(group); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -17,11 +19,11 @@ import (
 // (PROGRESS_RUN=DIR, a run directory whose state holds FinalEM): its
 // final-em-best-NN.model read through the state's confusion matrix, with the joint
 // phase's last encoder (the state's checkpoint) reading its codes through the state's token map
-// (Config.MergeTokens), scored by Evaluate, with the verdict the run would give it
+// (Config.Final.MergeTokens), scored by Evaluate, with the verdict the run would give it
 // were it the map kept (its later rounds counted as split past it). A run of many split rounds can then be
 // judged before it ends; labels only to score, the run directory is not written.
 //
-//	PROGRESS_RUN=DIR go test ./pkg/pipeline -run TestProgressStudy -v
+//	PROGRESS_RUN=DIR go test -tags study ./pkg/pipeline -run TestProgressStudy -v
 func TestProgressStudy(t *testing.T) {
 	dir := os.Getenv("PROGRESS_RUN")
 	if dir == "" {
@@ -68,7 +70,7 @@ func TestProgressStudy(t *testing.T) {
 // with -test.cpuprofile to see where a round's time goes; the run directory is not
 // written.
 //
-//	PROFILE_RUN=DIR go test ./pkg/pipeline -run TestRoundCostStudy -v -cpuprofile cpu.out
+//	PROFILE_RUN=DIR go test -tags study ./pkg/pipeline -run TestRoundCostStudy -v -cpuprofile cpu.out
 func TestRoundCostStudy(t *testing.T) {
 	dir := os.Getenv("PROFILE_RUN")
 	if dir == "" {
@@ -112,7 +114,7 @@ func TestRoundCostStudy(t *testing.T) {
 
 // studyFinalEM reads a run directory whose EM finalisation has begun: its state, config
 // and data, and the joint phase's last encoder reading its codes through the state's
-// token map (Config.MergeTokens), as the finalisation reads them.
+// token map (Config.Final.MergeTokens), as the finalisation reads them.
 func studyFinalEM(t *testing.T, dir string) (*runState, Config, *data, *vqvae.Model) {
 	t.Helper()
 	st, err := readState(dir)

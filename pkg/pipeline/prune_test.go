@@ -60,7 +60,7 @@ func TestPruneDropsUnvisitedClones(t *testing.T) {
 // tokens (6 places per token) and one clone per token, pruning frees nothing and each
 // doubling predicts better: 1 → 2 → 4 clones per token, each round's runs and the
 // doubling recorded. On tokens drawn at random nothing predicts better: the budget
-// binds, is checked once and kept. With FinalGrow 0 nothing is checked.
+// binds, is checked once and kept. With Final.BudgetDoublings 0 nothing is checked.
 func TestFinalGrow(t *testing.T) {
 	env, err := gridworld.Named("aliased")
 	if err != nil {
@@ -285,7 +285,7 @@ func TestPieces(t *testing.T) {
 	}
 }
 
-// TestFinalChunks: a finalisation training reads random chunks when Config.FinalChunkAbove
+// TestFinalChunks: a finalisation training reads random chunks when Config.Final.ChunkAbove
 // is below its pass cost on walks of at least chmm.ChunkMinSteps steps, and records them;
 // 0 (every run before the field) and the default on a benchmark-sized walk read the whole
 // walks.

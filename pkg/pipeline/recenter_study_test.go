@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -15,12 +17,12 @@ import (
 
 // TestRecenterStudy compares ways to place the codebook on a warm-up checkpoint's
 // encoder latents of 20,000 training frames, scored against their classes (labels:
-// evaluation only): k-means on a uniform sample (Config.Recenter) and on all of them,
+// evaluation only): k-means on a uniform sample (Config.Warmup.Recenter) and on all of them,
 // the classes' mean latents (an oracle: the best a codebook of class centres does with
 // this encoder), k-means on a class-balanced sample (oracle), micro-clusters merged by
 // linkage, and samples weighted towards sparse regions (k-th neighbour radius^p).
 //
-//	RECENTER_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt go test ./pkg/pipeline -run TestRecenterStudy -v
+//	RECENTER_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt go test -tags study ./pkg/pipeline -run TestRecenterStudy -v
 func TestRecenterStudy(t *testing.T) {
 	spec := os.Getenv("RECENTER_RUN")
 	if spec == "" {

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -16,22 +18,22 @@ import (
 // names a finished run directory): the run's finalisation redone with the current code
 // from its final encoder's tokens and its config, then scored by Evaluate and Diagnose
 // as the run was, and the report table printed (REFINALISE_JSON=FILE also writes it;
-// REFINALISE_ITERS=N sets the EM iterations per split round, Config.FinalIters;
-// REFINALISE_DOUBLINGS=N the most split rounds, Config.FinalDoublings;
+// REFINALISE_ITERS=N sets the EM iterations per split round, Config.Final.Iters;
+// REFINALISE_DOUBLINGS=N the most split rounds, Config.Final.SplitRounds;
 // REFINALISE_PATIENCE=N the rounds in a row without a gain that stop it,
 // SplitPatience; REFINALISE_TRAINER=em|gradient redoes it with that trainer and its
-// default FinalIters instead of the run's). A gradient finalisation (FinalGradient) is
+// default Final.Iters instead of the run's). A gradient finalisation (FinalGradient) is
 // redone as configured, or with REFINALISE_UNIFORM=N from N clones for every token
 // instead of the budget by token share (no growth). REFINALISE_SCORE=1 also scores
 // every FinalEM round's map (labels only to score) and prints how often its training
 // walks surprise it, and how often its Viterbi path misses, lines starting "SCORE".
 // REFINALISE_SEED=N seeds the finalisation alone (its start, its splits and its EM)
 // with N instead of the run's seed; the walks and the scoring keep the run's.
-// The run directory is not touched. README, "Bigger worlds":
+// The run directory is not touched. Results: results/notes/bigger-pixels.md.
 //
-//	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
-//	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
-//	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_RUN=runs/tiled_mnist_seed1_finalem go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_TRAINER=em REFINALISE_RUN=runs/big_room_mnist_seed1 go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
+//	REFINALISE_UNIFORM=25 REFINALISE_RUN=runs/big_room_mnist_seed1 go test -tags study ./pkg/pipeline -run TestRefinaliseStudy -v -timeout 3h
 func TestRefinaliseStudy(t *testing.T) {
 	dir := os.Getenv("REFINALISE_RUN")
 	if dir == "" {

@@ -44,7 +44,7 @@ var ErrStopped = errors.New("pipeline: run stopped early (Config.StopAfterJoint)
 //   - a new directory gets config.json and runs all phases;
 //   - an interrupted run (context cancelled, process killed, Config.StopAfterJoint)
 //     continues from its last checkpoint: the warm-up from its last saved step, the
-//     joint phase from its last commit (every Config.CheckpointEvery iterations), the
+//     joint phase from its last commit (every Config.Joint.CheckpointEvery iterations), the
 //     finalisation from its last finished training or split round, or from its
 //     training in progress, and the evaluation from its start;
 //   - a finished run is loaded, not retrained.

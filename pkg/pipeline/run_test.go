@@ -385,8 +385,8 @@ func TestAlphaAt(t *testing.T) {
 	}
 }
 
-// TestAlphaAtStopChurn: with the label-free stop the anneal lasts JointIters/4 from the
-// checkpoint that started it, or from JointIters − JointIters/4 when none has (hand
+// TestAlphaAtStopChurn: with the label-free stop the anneal lasts Joint.Iters/4 from the
+// checkpoint that started it, or from Joint.Iters − Joint.Iters/4 when none has (hand
 // values for 20 iterations: length 5, slope (0.1−1)/4 per iteration).
 func TestAlphaAtStopChurn(t *testing.T) {
 	r := struct {
@@ -1013,7 +1013,7 @@ func sameFinalisation(t *testing.T, a, b string) {
 	}
 }
 
-// TestPretrainStartsJointFromAMap: with Config.PretrainIters the joint phase starts
+// TestPretrainStartsJointFromAMap: with Config.Joint.PretrainIters the joint phase starts
 // from an HMM trained on the warm-up's tokens, which explains its first batch far
 // better than chmm.New's near-uniform rows, and the report records the pre-training.
 func TestPretrainStartsJointFromAMap(t *testing.T) {

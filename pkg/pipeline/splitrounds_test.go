@@ -64,7 +64,7 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 	two.HeldOutBits, two.Runs = patience.HeldOutBits[:3], patience.Runs[:3]
 	for _, c := range []struct {
 		name      string
-		doublings int // Config.FinalDoublings (0: the default)
+		doublings int // Config.Final.SplitRounds (0: the default)
 		want      emRecord
 		lines     []string
 	}{

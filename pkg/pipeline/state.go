@@ -20,7 +20,7 @@ type Record struct {
 	Perplexity float64 `json:"perplexity"`
 	Seconds    float64 `json:"seconds"` // since the phase started (summed over resumed calls)
 	// Churn is the share of the probe frames whose token changed since the previous
-	// checkpoint (Config.StopChurn); nil where it was not measured.
+	// checkpoint (Config.Joint.StopChurn); nil where it was not measured.
 	Churn *float64 `json:"churn,omitempty"`
 	Event string   `json:"event,omitempty"`
 }
@@ -65,12 +65,12 @@ type runState struct {
 	// compaction made of it.
 	Warmup string
 	Codes  []int // warm-up codes kept by compaction (token i = code Codes[i], unless merged)
-	// CodesMerged, with Config.MergeCodes, is the token of each kept code (Codes[i] is
+	// CodesMerged, with Config.Warmup.MergeCodes, is the token of each kept code (Codes[i] is
 	// token CodesMerged[i]); nil without.
 	CodesMerged []int
 	Share       []float64 // share of the training frames of each kept token after warm-up
 	Clones      []int
-	WarmPPL     float64 // P₀ = exp H(Share), the collapse levels' reference (Config.CollapseLevel)
+	WarmPPL     float64 // P₀ = exp H(Share), the collapse levels' reference (Config.Joint.CollapseLevel)
 
 	// Joint phase: the current checkpoint (file in the run directory) and its iteration.
 	Checkpoint  string
@@ -81,7 +81,7 @@ type runState struct {
 	BestIter    int
 	Best        Snapshot // perception (/vqvae/...) at BestPPL
 	Rollbacks   int
-	// Anti-collapse (Config.CollapseLevel): the setting changes so far (1 at the start;
+	// Anti-collapse (Config.Joint.CollapseLevel): the setting changes so far (1 at the start;
 	// 0 in states written before them reads as 1), the last healthy checkpoint, the
 	// skipped (non-finite) steps and every intervention.
 	AlphaScale      float64
@@ -93,7 +93,7 @@ type runState struct {
 	SkipRun         int // consecutive ones
 	SkippedAtCommit int // Skipped at the last commit
 	Interventions   []Intervention
-	// The label-free stop (Config.StopChurn): the probe frames' tokens at the last
+	// The label-free stop (Config.Joint.StopChurn): the probe frames' tokens at the last
 	// checkpoint, the iteration the α_div anneal started at (0: not yet) and the one
 	// the phase stopped at (0: not stopped early).
 	ProbeTokens []int
@@ -101,7 +101,7 @@ type runState struct {
 	StoppedAt   int
 
 	// Finalisation.
-	// TokensMerged, with Config.MergeTokens, is the map's token of each of the joint
+	// TokensMerged, with Config.Final.MergeTokens, is the map's token of each of the joint
 	// phase's tokens (the final encoder's token map, vqvae.Model.SetTokens); nil without.
 	TokensMerged []int
 	// FinalEM is the EM finalisation's progress at the end of its last finished split
@@ -177,7 +177,7 @@ type finalEMState struct {
 // of its trainings, so that one resumed from it continues exactly as the uninterrupted
 // one would (every training seeds its generators from the config).
 type finalGradState struct {
-	Round int     // the budget round (Config.FinalGrow): FinalClones·2^Round clones per token
+	Round int     // the budget round (Config.Final.BudgetDoublings): Final.Clones·2^Round clones per token
 	Done  int     // this round's steps done: 0, gradTrained, gradPruned or gradChecked
 	Model string  // model file: this round's map after its last step ("" when Done is 0)
 	Bits  float64 // the growth check's held-out ends with this round's budget (set with gradChecked)
@@ -190,11 +190,11 @@ type finalGradState struct {
 // The steps of a gradient finalisation round (finalGradState.Done).
 const (
 	gradTrained = 1 + iota // the round's map is trained
-	gradPruned             // and pruned and retrained (Config.FinalPrune)
+	gradPruned             // and pruned and retrained (Config.Final.Prune)
 	gradChecked            // and the growth check has scored the round's budget
 )
 
-// Intervention is one anti-collapse response of the joint phase (Config.CollapseLevel).
+// Intervention is one anti-collapse response of the joint phase (Config.Joint.CollapseLevel).
 type Intervention = evaluate.Intervention
 
 // scales returns the α_div and learning-rate multipliers (1 in states written before them).
@@ -210,8 +210,8 @@ func (st *runState) scales() (alpha, lr float64) {
 }
 
 // anneal returns the first iteration of cfg's α_div anneal and its length: the second
-// half of the phase, or with StopChurn the JointIters/4 iterations from the checkpoint
-// that started it (at the latest, the last JointIters/4).
+// half of the phase, or with Joint.StopChurn the Joint.Iters/4 iterations from the
+// checkpoint that started it (at the latest, the last Joint.Iters/4).
 func (st *runState) anneal(cfg Config) (start, length int) {
 	if cfg.Joint.StopChurn == 0 {
 		half := cfg.Joint.Iters / 2

@@ -1,3 +1,5 @@
+//go:build study
+
 package pipeline
 
 import (
@@ -17,7 +19,7 @@ import (
 // per token and per class. TOKENS_RUN=DIR:FILE,FILE (warm-up, joint or final
 // checkpoints; a warm-up checkpoint's codebook is the one before recentring).
 //
-//	TOKENS_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt,vqvae.ckpt go test ./pkg/pipeline -run TestTokensStudy -v
+//	TOKENS_RUN=runs/big_room_mnist_seed1:warmup-003124.ckpt,vqvae.ckpt go test -tags study ./pkg/pipeline -run TestTokensStudy -v
 func TestTokensStudy(t *testing.T) {
 	spec := os.Getenv("TOKENS_RUN")
 	if spec == "" {

@@ -1,9 +1,10 @@
+//go:build study
+
 package pipeline
 
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -27,10 +28,10 @@ import (
 // With SPLIT_REFINALISE=1, every token with κ ≥ splitKappa (and at least 5% of its
 // frames in each group) becomes two codes at its groups' mean latents, the training
 // frames are re-encoded by the nearest code, and a map is finalised on them with the
-// run's config and scored (SPLIT_JSON=FILE: the report; an absolute path). README,
-// "Bigger worlds":
+// run's config and scored (SPLIT_JSON=FILE: the report; an absolute path). Results:
+// results/notes/bigger-pixels.md.
 //
-//	SPLIT_REFINALISE=1 SPLIT_RUNS=$PWD/runs/big_room_mnist_seed1 go test ./pkg/pipeline -run TestTokenSplitStudy -v -timeout 1h
+//	SPLIT_REFINALISE=1 SPLIT_RUNS=$PWD/runs/big_room_mnist_seed1 go test -tags study ./pkg/pipeline -run TestTokenSplitStudy -v -timeout 1h
 func TestTokenSplitStudy(t *testing.T) {
 	dirs := os.Getenv("SPLIT_RUNS")
 	if dirs == "" {
@@ -175,114 +176,6 @@ func withCodebook(src *vqvae.Model, rows [][]float32, seed uint64) (*vqvae.Model
 
 // splitKappa is the κ at which the study splits a token.
 const splitKappa = 0.5
-
-// splitMinVisits is the fewest frames of a clone that splitToken groups.
-const splitMinVisits = 30
-
-type tokenSplit struct {
-	group  map[int]int // clone → 0 or 1
-	clones [2]int
-	share  [2]float64   // of the grouped frames
-	kappa  float64      // Cohen's κ: nearest group mean of a frame's latent vs its clone's group
-	means  [2][]float64 // the groups' mean latents
-}
-
-// splitToken groups the clones of byClone (clone → frames) with at least
-// splitMinVisits frames by weighted 2-means on their mean latents (from the farthest
-// pair) and scores the split; nil with fewer than two such clones.
-func splitToken(byClone map[int][]int, zs [][]float32) *tokenSplit {
-	var cl []int
-	for c, fs := range byClone {
-		if len(fs) >= splitMinVisits {
-			cl = append(cl, c)
-		}
-	}
-	if len(cl) < 2 {
-		return nil
-	}
-	sort.Ints(cl)
-	dim := len(zs[0])
-	mu := map[int][]float64{}
-	for _, c := range cl {
-		m := make([]float64, dim)
-		for _, f := range byClone[c] {
-			for j, v := range zs[f] {
-				m[j] += float64(v) / float64(len(byClone[c]))
-			}
-		}
-		mu[c] = m
-	}
-	sq := func(a []float64, b []float64) float64 {
-		s := 0.0
-		for j := range a {
-			s += (a[j] - b[j]) * (a[j] - b[j])
-		}
-		return s
-	}
-	var c0, c1 []float64
-	for best, i := -1.0, 0; i < len(cl); i++ {
-		for _, y := range cl[i+1:] {
-			if d := sq(mu[cl[i]], mu[y]); d > best {
-				c0, c1, best = slices.Clone(mu[cl[i]]), slices.Clone(mu[y]), d
-			}
-		}
-	}
-	s := &tokenSplit{group: map[int]int{}}
-	for range 20 {
-		var w [2]float64
-		next := [2][]float64{make([]float64, dim), make([]float64, dim)}
-		for _, c := range cl {
-			g := 0
-			if sq(mu[c], c1) < sq(mu[c], c0) {
-				g = 1
-			}
-			s.group[c] = g
-			nf := float64(len(byClone[c]))
-			w[g] += nf
-			for j := range next[g] {
-				next[g][j] += nf * mu[c][j]
-			}
-		}
-		if w[0] == 0 || w[1] == 0 {
-			break
-		}
-		for j := range c0 {
-			c0[j], c1[j] = next[0][j]/w[0], next[1][j]/w[1]
-		}
-	}
-	var n, agree float64
-	var byClone2, byLatent [2]float64
-	for _, c := range cl {
-		g := s.group[c]
-		s.clones[g]++
-		for _, f := range byClone[c] {
-			z := make([]float64, dim)
-			for j, v := range zs[f] {
-				z[j] = float64(v)
-			}
-			h := 0
-			if sq(z, c1) < sq(z, c0) {
-				h = 1
-			}
-			n++
-			byClone2[g]++
-			byLatent[h]++
-			if h == g {
-				agree++
-			}
-		}
-	}
-	s.share = [2]float64{byClone2[0] / n, byClone2[1] / n}
-	s.means = [2][]float64{c0, c1}
-	pe := (byClone2[0]*byLatent[0] + byClone2[1]*byLatent[1]) / (n * n)
-	if pe < 1 {
-		s.kappa = (agree/n - pe) / (1 - pe)
-	}
-	if math.IsNaN(s.kappa) {
-		s.kappa = 0
-	}
-	return s
-}
 
 // topClasses names the three largest classes of counts with their shares.
 func topClasses(counts map[int]int) string {

@@ -115,10 +115,10 @@ func commitWarmup(ck *checkpoint, steps int) error {
 	return nil
 }
 
-// compactTokens is token compaction (Sec. 3.8): with Config.Recenter the codebook is
+// compactTokens is token compaction (Sec. 3.8): with Config.Warmup.Recenter the codebook is
 // re-seeded on a sample of the training frames, then the codes the warmed-up encoder
 // m emits on the training frames are kept and relabelled 0..K'−1 (merged, with
-// Config.MergeCodes, where the walks cannot tell them apart). It returns the joint
+// Config.Warmup.MergeCodes, where the walks cannot tell them apart). It returns the joint
 // phase's VQ-VAE, the training frames' tokens and each token's share of them, and
 // records the kept codes in the state.
 func compactTokens(s *session, ck *checkpoint, m *vqvae.Model) (*vqvae.Model, []int, []float64, error) {
@@ -176,7 +176,7 @@ func compactTokens(s *session, ck *checkpoint, m *vqvae.Model) (*vqvae.Model, []
 }
 
 // startJoint ends the warm-up: it records the tokens' entropies, shares and clone
-// budget and P₀, pre-trains the HMM on the tokens (Config.PretrainIters), builds the
+// budget and P₀, pre-trains the HMM on the tokens (Config.Joint.PretrainIters), builds the
 // joint model over vq, saves it as the joint phase's first checkpoint and commits the
 // phase. start is when the compaction began (its seconds are counted from there).
 func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share []float64, start time.Time) (*Joint, error) {
@@ -191,8 +191,8 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 	st.WarmPPL, st.AlphaScale, st.LRScale = math.Exp(h0), 1, 1
 	hmm := chmm.New(st.Clones, s.d.env.NumActions(), rand.New(rand.NewPCG(cfg.Seed, 0x4a11)))
 	st.Seconds["compact"] += time.Since(start).Seconds()
+	start = time.Now()
 	if cfg.Joint.PretrainIters > 0 {
-		start = time.Now()
 		gc := chmm.GradConfig{Iters: cfg.Joint.PretrainIters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
 			Patience: cfg.Final.Patience, Tol: cfg.Final.Tol, Seed: cfg.Seed, Stop: s.ctx.Err}
 		h, err := trainShown(s, hmm, s.d.sequences(tokens), gc, "HMM pre-training")
@@ -227,7 +227,7 @@ func startJoint(s *session, ck *checkpoint, vq *vqvae.Model, tokens []int, share
 }
 
 // mergeCodes merges the kept codes of the warm-up model m that the training walks
-// cannot tell apart (Config.MergeCodes, chmm.MergeTokens): tokens are the training
+// cannot tell apart (Config.Warmup.MergeCodes, chmm.MergeTokens): tokens are the training
 // frames' kept-code indices and share their shares. Each merged token's codebook row is
 // the frame-weighted mean of its codes' rows. It returns the joint phase's VQ-VAE, the
 // frames' merged tokens and the merged tokens' shares, and records the merge in st

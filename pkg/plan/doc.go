@@ -2,8 +2,8 @@
 // it localises the agent by forward filtering, turns a goal — a token, a
 // set of clones, or a place shown by a demonstration walk — into goal clones,
 // plans the shortest action sequence through the learned transitions, and
-// scores all of it in closed loop on the true environment (issue 6; paper
-// Sec. 3.3 for the recursion, Sec. 6 for planning as the outlook).
+// scores all of it in closed loop on the true environment (paper Sec. 3.3 for
+// the recursion, Sec. 6 for planning as the outlook).
 //
 // # Filtering
 //
@@ -17,33 +17,21 @@
 // with a misreading rate ε (1−ε for the clones of the seen token, ε/(K−1) for
 // the others), with a token confusion matrix C (C[k][o] for a clone of token
 // k that sees o), or the soft posterior ρ_t(ω(j)) of an image (Sec. 3.5). The
-// default prior is the stationary distribution of the random policy under the
-// learned transitions (an agent dropped in mid-walk); π̄ describes the start
-// of a training episode only. An observation of zero probability (possible
-// after hard EM, which leaves exact zeros) restarts the filter from the prior.
-//
-// The misreading model is learnt without labels from an unlabelled walk (what
-// the agent saw and did). Map.EstimateConfusion fits C by EM with the map's
-// transitions fixed (Baum–Welch on the emissions; Map.EstimateNoise picks
-// the single ε of a grid with the highest likelihood instead). `gradcscg plan
-// --run` filters hard tokens with C fitted to a 2,000-step walk of its own
-// seed stream. Why: an encoder's misreadings are concentrated — on the MNIST
-// room maps a class is misread mostly as one or two particular other tokens,
-// not uniformly — and the uniform ε that explains them best (0.05) either overrates every
-// other token or, raised, underrates the real confusion. Neither soft
-// emissions (confident even when the image was misread, at the joint phase's
-// τ = 0.2) nor the uniform ε did as well; see the README's planning table.
+// default prior is the random policy's stationary distribution under the learned
+// transitions (π̄ describes the start of a training episode only). An observation
+// of zero probability restarts the filter from the prior. C is learnt without
+// labels from an unlabelled walk: Map.EstimateConfusion fits it by EM with the
+// map's transitions fixed; Map.EstimateNoise picks the single ε of a grid with the
+// highest likelihood instead.
 //
 // # Model places
 //
-// A learned map often spends several clones on one place (duplicates that
-// take turns in different contexts). NewMap groups the states into model
-// places by partition refinement, without labels: start from the blocks of
-// equal tokens and split blocks until every member of a block has, for every
-// action, the same most likely successor block (argmax_B Σ_{j∈B} T[a,i,j]).
-// States of one model place predict the same futures, so the model cannot tell
-// them apart; states of different places can be told apart by some action
-// sequence. Used states are those with stationary probability ≥ 0.01/(N−1).
+// A learned map often spends several clones on one place. NewMap groups the
+// states into model places by partition refinement, without labels: from the
+// blocks of equal tokens, split blocks until every member of a block has, for
+// every action, the same most likely successor block (argmax_B Σ_{j∈B} T[a,i,j]).
+// States of one model place predict the same futures. Used states are those with
+// stationary probability ≥ 0.01/(N−1).
 //
 // # Goals
 //
@@ -61,9 +49,8 @@
 // Plans work on model places. A move from clone i by action a to place Q has
 // probability W(a, i, Q) = Σ_{j∈Q} T[a,i,j] and leads to Q's most likely clone
 // argmax_{j∈Q} T[a,i,j]; a goal is reached at any clone of a model place that
-// holds a goal clone. (Scored per clone, a move that the model splits between
-// three duplicates of one place would look one third as likely as it is, and
-// max-product plans would avoid such places.)
+// holds a goal clone (per clone, a move split between duplicates of one place
+// would look less likely than it is).
 //
 // Map.Plan starts from the belief. If the place of its most probable clone
 // is a goal place, the plan is empty (the agent is there). BFS (the default)
@@ -79,21 +66,15 @@
 // the actions and the expected clone path. When no path exists the error is
 // an *UnreachableError (errors.Is(err, ErrUnreachable)), never a panic.
 //
-// Why 0.3: models learned from images keep weak transitions into clones that
-// absorb misread tokens, which BFS at 0.1 took as shortcuts (measured in the
-// README, "Planning with the learned map").
-//
 // # Closed-loop evaluation
 //
-// Evaluate scores a map on the true environment over random pairs drawn
-// from a seed. For each pair the agent starts at a uniform place and takes a
-// random walk of 20 observations (EvalConfig.LocalizeSteps) that it filters;
-// the place where that walk ends is the start, and the goal is a uniform
-// other place, given only by a demonstration walk of 20 observations
-// (DemoSteps) ending there, drawn backwards from the goal so that every move
-// is a valid forward move. Observations are symbols (Symbols) or fresh images
-// of the place's class encoded by a frozen encoder (Pool, held-out images).
-// Two modes:
+// Evaluate scores a map on the true environment over random pairs drawn from a
+// seed. For each pair the agent filters a random walk of EvalConfig.LocalizeSteps
+// observations from a uniform place (its end is the start); the goal, a uniform
+// other place, is given only by a demonstration walk of DemoSteps observations
+// ending there (drawn backwards, every move a valid forward move). Observations
+// are symbols (Symbols) or fresh held-out images of the place's class encoded by a
+// frozen encoder (Pool). Two modes:
 //
 //   - open: plan once and execute the whole plan blind;
 //   - mpc: take the plan's first action, filter the new observation,
@@ -101,24 +82,17 @@
 //     place holds at least ArriveMass (0.9) of the belief; when no plan
 //     exists the agent takes a random action (to re-localise).
 //
-// Looking before stopping: when the most probable clone is a goal clone but
-// the belief is split (typically between two places of room's uniform
-// interior that the last 20 observations cannot tell apart), MPC takes the
-// actions of Map.Distinguish — the shortest action sequence after which the
-// goal place and its strongest rival would show different tokens — filtering
-// what it sees, and then re-plans. (Re-planning in the middle of a look
-// turned the agent back before the telling observation, and it oscillated
-// until its budget ran out.) The agent stops anyway when no such sequence
-// exists. DefaultArriveMass = 0.9 is the confidence that makes a demonstrated
-// goal unambiguous (chosen on validation pairs: README).
+// Looking before stopping: when the most probable clone is a goal clone but the
+// belief is split between places, MPC takes the actions of Map.Distinguish (the
+// shortest sequence after which the goal place and its strongest rival would show
+// different tokens), filtering what it sees, then re-plans; it stops anyway when
+// no such sequence exists.
 //
-// The step budget is 3·d + 10 actions (BudgetFactor, BudgetExtra), d the
-// true shortest path length from the start to the goal (d ≥ 1); an open plan
-// longer than the budget is cut. A pair succeeds when the true place at the
-// end (the agent stopped, its plan ran out, or the budget did) is the goal
-// place. The scores per mode are the success rate, the path-length ratio
-// (steps taken / d) over the successes as mean ± sample sd, the pairs whose
-// first plan found no path (unreachable) and the pairs whose demonstration
-// goal was ambiguous. The pairs, walks and the localisation and demonstration
-// observations are identical in every mode.
+// The step budget is 3·d + 10 actions (BudgetFactor, BudgetExtra), d ≥ 1 the true
+// shortest path length; an open plan longer than it is cut. A pair succeeds when
+// the true place at the end is the goal place. The scores per mode are the success
+// rate, the path-length ratio (steps taken / d) over the successes (mean ± sample
+// sd), the pairs whose first plan found no path (unreachable) and those whose
+// demonstration goal was ambiguous. Pairs, walks and observations are identical in
+// every mode.
 package plan

@@ -29,18 +29,15 @@ type Bar struct {
 	from     int // steps done before this bar started (From)
 	// The rate and ETA of a line that is not the last are over the last RateWindow:
 	// samples of (step, time) at most one a second, the first one the reference (the
-	// first Update while the task is younger than the window), so that a slow first
-	// step (graph compilation) does not distort them; an average since the start told
-	// a gradient run whose iterations had slowed fourfold (clones added) "81/s, ETA
-	// 13s" with minutes to go. Before a second Update a line that is not the last has
-	// neither (one step in microseconds read 5000000/s).
+	// first Update while the task is younger than the window), so that neither a slow
+	// first step (graph compilation) nor steps that slow down as the task goes on
+	// distort them. Before a second Update a line that is not the last has neither.
 	samples []sample
 	// A gap between two Updates longer than RateWindow and stallFactor times the
 	// longest one before it (slowest: the first gap always counts, a stall's never)
 	// is a stall: a stopped process, a sleeping machine. The window starts again
-	// after it, so that the rate and ETA are the work's, not the stall's (a run
-	// continued after hours with SIGCONT read "0.000/s ETA 604h15m" for 30 s). The
-	// final line's rate and time are still over the whole task, stalls included.
+	// after it, so that the rate and ETA are the work's, not the stall's. The final
+	// line's rate and time are still over the whole task, stalls included.
 	prev    time.Time
 	slowest time.Duration
 }

@@ -252,7 +252,7 @@ func windowPatches(x *Node, k, padLo, padHi int, flip bool) *Node {
 //
 // The padding value is −0.0, which equals 0 in every arithmetic use (x·(−0) = ±0,
 // a + (−0) = a): the go backend fills a buffer padded with +0 by a scalar loop but any
-// other value by memmove, which made Pad about 25% faster in a micro-benchmark.
+// other value by memmove, which is faster.
 func padSpatial(x *Node, lo, hi int) *Node { return padSpatialAxes(x, 1, 2, lo, hi) }
 
 // padSpatialAxes is padSpatial for the spatial axes ay and ax of x.

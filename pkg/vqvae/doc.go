@@ -45,9 +45,8 @@
 //     (re-seed from a random encoder output of the batch) when a code's EMA size falls
 //     below Config.Revive × the uniform share (0 turns it off, as in the reference).
 //   - Initialisation: He-uniform weights before ReLUs, Glorot-uniform elsewhere, and
-//     the output bias set to logit(mean pixel) of the first batch. With the
-//     reference's all-Glorot, zero-bias start the convolutional autoencoder collapses to
-//     a black image (saturated sigmoid) within ~25 steps at both 1e-3 and 3e-4.
+//     the output bias set to logit(mean pixel) of the first batch (the reference's
+//     all-Glorot, zero-bias start lets the sigmoid output saturate to a black image).
 //   - Supervision: none by default; Config.Classify adds the reference's
 //     classification head (Dense D → classes on z, weight 0.1) for comparison.
 //
@@ -59,13 +58,11 @@
 // layouts. Custom gradients use identity nodes (IdentityWithCustomGradient); the
 // layer's output hook runs first in the reverse sweep and hands δ to the input,
 // weight and bias hooks (conv.go explains the mechanism and why it costs nothing).
-// About two thirds of a training step are matrix products; most of the rest is data
-// movement, which the layers keep down by never materialising a layout change: the
-// stride-2 convolutions gather patches straight from the padded input and move their
-// input gradient back with one gather, and the decoder stays in sub-pixel form, its
-// output layer multiplying first and gathering after (subpixel.go).
-// BenchmarkTrainStep256 and BenchmarkEncode256 report wall-clock and CPU µs per image
-// (the CPU figure is the steadier one on a shared machine).
+// The layers never materialise a layout change: the stride-2 convolutions gather
+// patches straight from the padded input and move their input gradient back with one
+// gather, and the decoder stays in sub-pixel form, its output layer multiplying first
+// and gathering after (subpixel.go). The package's benchmarks report wall-clock and
+// CPU µs per image of a training step and of encoding.
 //
 // # Training mode
 //
@@ -79,6 +76,6 @@
 //
 // Everything runs unchanged on any GoMLX backend. On the go backend the project uses
 // hmmgraph.GoBackendConfig, GOMLX_BACKEND=go:parallelism=-1 (with the default worker
-// pool a While loop whose body holds a matmul can deadlock); the tests use it too.
-// BenchmarkTrainStep256 and BenchmarkEncode256 take the backend from GOMLX_BACKEND.
+// pool a While loop whose body holds a matmul can deadlock); the tests and
+// benchmarks use it too, or the backend GOMLX_BACKEND names.
 package vqvae

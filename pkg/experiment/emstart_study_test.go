@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -18,10 +20,10 @@ import (
 // (chmm.NewRandom) on each environment's reference walks and budget, seeds 1–3
 // (EMSTART_SEEDS=N: 1–N). It
 // prints bits per step after 10, 30, 100 and 200 iterations and the iterations to
-// come within 0.01 bits of the 200th. README, "Symbolic maps":
+// come within 0.01 bits of the 200th. Results: results/notes/symbolic.md.
 //
 //	EMSTART_ENVS=aliased,corridors,room,three_rooms,square,two_rooms \
-//	  go test ./pkg/experiment -run TestEMStartComparison -v
+//	  go test -tags study ./pkg/experiment -run TestEMStartComparison -v
 func TestEMStartComparison(t *testing.T) {
 	envs := os.Getenv("EMSTART_ENVS")
 	if envs == "" {

@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -18,7 +20,7 @@ import (
 // as the run does (or loads the map trained so from FOLD_PROBE_MODEL, saving it there
 // first if the file is missing). Not a test: set FOLD_PROBE_CKPT to an absolute path.
 //
-//	FOLD_PROBE_CKPT=$PWD/cscg_empty_s6.ckpt go test -run TestFoldDepthProbe -v -timeout 60m ./pkg/experiment
+//	FOLD_PROBE_CKPT=$PWD/cscg_empty_s6.ckpt go test -tags study -run TestFoldDepthProbe -v -timeout 60m ./pkg/experiment
 func TestFoldDepthProbe(t *testing.T) {
 	c, s, env, train, walks := probeCheckpoint(t, "FOLD_PROBE_CKPT")
 	saved := os.Getenv("FOLD_PROBE_MODEL")

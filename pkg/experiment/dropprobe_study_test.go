@@ -1,3 +1,5 @@
+//go:build study
+
 package experiment
 
 import (
@@ -17,7 +19,7 @@ import (
 // walks' bits per step after dropping the clones under 1%, 0.2% and none, each then
 // folded (FoldAlike). Not a test: set DROP_PROBE_CKPT to an absolute path to run it.
 //
-//	DROP_PROBE_CKPT=$PWD/big_room_s1.ckpt go test -run TestDropCostProbe -v -timeout 60m ./pkg/experiment
+//	DROP_PROBE_CKPT=$PWD/big_room_s1.ckpt go test -tags study -run TestDropCostProbe -v -timeout 60m ./pkg/experiment
 func TestDropCostProbe(t *testing.T) {
 	c, s, _, train, _ := probeCheckpoint(t, "DROP_PROBE_CKPT")
 	m, _, _, err := TrainSymbolic(c.Model, train, s.splitRoundTraining(), nil)
