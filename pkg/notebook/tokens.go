@@ -91,14 +91,23 @@ func FactsOf(key *figures.TokenKey) (KeyFacts, error) {
 	return f, nil
 }
 
-// className is class c as the prose names it: names[c] with its id when names has it
-// and it differs from the id ("Trouser (1)"), else the id.
+// className is class c as the prose names it: its id, then names[c] when names has it
+// and it differs from the id ("1 Trouser").
 func className(c int, names []string) string {
 	id := fmt.Sprint(c)
 	if c >= 0 && c < len(names) && names[c] != "" && names[c] != id {
-		return fmt.Sprintf("%s (%d)", names[c], c)
+		return id + " " + names[c]
 	}
 	return id
+}
+
+// thousands formats n with a comma between groups of three digits ("10,000").
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Sentence says the facts in one paragraph of markdown: the tokens in use for the
@@ -122,7 +131,7 @@ func (f KeyFacts) Sentence(names []string) string {
 		for _, e := range f.Shared {
 			var cs []string
 			for _, cc := range e.Listed() {
-				cs = append(cs, fmt.Sprintf("%s %s", className(cc.Class, names), percent(cc.Frames, e.Frames)))
+				cs = append(cs, fmt.Sprintf("%s (%s)", className(cc.Class, names), percent(cc.Frames, e.Frames)))
 			}
 			parts = append(parts, fmt.Sprintf("t%d holds %s", e.Token, strings.Join(cs, ", ")))
 		}
@@ -231,8 +240,8 @@ func Figure4(res *pipeline.Result, n int, committed string) error {
 		return err
 	}
 	Markdownf("*Figure 4, %s:* the first %d images of the held-out walk (top) and their reconstructions through "+
-		"their hard codes (bottom), each labelled with its token. On the walk's %d frames (labels used only to count): %s",
-		runLabel(res), min(n, facts.Frames), facts.Frames, facts.Sentence(ClassNames(res)))
+		"their hard codes (bottom), each labelled with its token. On the walk's %s frames (labels used only to count): %s",
+		runLabel(res), min(n, facts.Frames), thousands(facts.Frames), facts.Sentence(ClassNames(res)))
 	return nil
 }
 
@@ -252,7 +261,7 @@ func MapTokens(runs []*pipeline.Result, rs []*figures.Readout) error {
 		if err != nil {
 			return err
 		}
-		paras = append(paras, fmt.Sprintf("**Tokens of %s** (%d held-out frames): %s", runLabel(runs[i]), facts.Frames,
+		paras = append(paras, fmt.Sprintf("**Tokens of %s** (%s held-out frames): %s", runLabel(runs[i]), thousands(facts.Frames),
 			facts.Sentence(ClassNames(runs[i]))))
 	}
 	Markdown(strings.Join(paras, "\n\n"))

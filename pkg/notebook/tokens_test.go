@@ -95,8 +95,8 @@ func TestFactsSharedAndSplit(t *testing.T) {
 	names := []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal"}
 	s := f.Sentence(names)
 	for _, want := range []string{"3 tokens in use for 3 classes", "perplexity 3.00", "1.33 classes per token",
-		"token class purity 0.86", "**Tokens shared by classes**: t1 holds Dress (3) 60%, Sandal (5) 40%.",
-		"**Classes spread over tokens**: Sandal (5) on t1, t2."} {
+		"token class purity 0.86", "**Tokens shared by classes**: t1 holds 3 Dress (60%), 5 Sandal (40%).",
+		"**Classes spread over tokens**: 5 Sandal on t1, t2."} {
 		if !strings.Contains(s, want) {
 			t.Errorf("sentence %q lacks %q", s, want)
 		}
@@ -121,6 +121,11 @@ func TestFactsOneTokenPerClass(t *testing.T) {
 	if !strings.Contains(s, "2 tokens in use for 2 classes") || !strings.Contains(s, "Each token holds one class, and each class has one token.") ||
 		strings.Contains(s, "shared") || f.Purity != 1 {
 		t.Errorf("facts %+v, sentence %q", f, s)
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 87000: "87,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 	if _, err := FactsOf(nil); err == nil {
 		t.Error("FactsOf(nil) returned no error")

@@ -96,6 +96,15 @@ func VQSuite() (experiment.VQSuite, error) {
 // VQRecon displays a study's reconstructions figure (two held-out frames per class,
 // inputs above reconstructions, labelled with their tokens).
 func VQRecon(r *experiment.VQReport) error {
+	b, err := VQReconPNG(r)
+	if err != nil {
+		return err
+	}
+	return PNG(b)
+}
+
+// VQReconPNG returns the PNG of a study's reconstructions figure (VQRecon).
+func VQReconPNG(r *experiment.VQReport) ([]byte, error) {
 	path := r.Files["recon"]
 	if !filepath.IsAbs(path) {
 		if root, err := RepoRoot(); err == nil {
@@ -106,9 +115,28 @@ func VQRecon(r *experiment.VQReport) error {
 	}
 	b, err := inputfile.ReadFile(path, imageLimit)
 	if err != nil {
-		return fmt.Errorf("notebook: %w", err)
+		return nil, fmt.Errorf("notebook: %w", err)
 	}
-	return PNG(b)
+	return b, nil
+}
+
+// CommittedVQReports returns the committed reports of the suite's studies named
+// "<env>_<dataset>_seed<seed>" (results/vqvae/<name>/report.json, `make
+// reproduce-vqvae`), for figures of the full-size studies beside CI-size ones.
+func CommittedVQReports(names ...string) ([]*experiment.VQReport, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var out []*experiment.VQReport
+	for _, n := range names {
+		r, err := experiment.ReadVQReport(filepath.Join(root, "results", "vqvae", n, experiment.VQReportFile))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // VQClassTable displays, per class, the majority token, its share of the class's
