@@ -14,9 +14,11 @@ import (
 )
 
 // KeyFacts is what a token key (figures.TokenKey: the classes of the frames each token
-// holds on a decoded episode) says in numbers, for the notebooks' prose. A class counts
-// for a token where the key names it (figures.TokenEntry.Listed: at least 5 % of the
-// token's frames).
+// holds on a decoded episode) says in numbers, for the notebooks' prose. A token is
+// shared where the key names more than one class for it (figures.TokenEntry.Listed: at
+// least 5 % of the token's frames); a class is spread where more than one token holds
+// at least splitMinShare of the class's frames, so that a few stray frames on a token
+// of their own do not count.
 type KeyFacts struct {
 	Frames  int   // frames counted
 	Tokens  int   // tokens in use
@@ -29,14 +31,19 @@ type KeyFacts struct {
 	// ClassesPerToken is the mean, over the tokens in use, of the classes the key names.
 	ClassesPerToken float64
 	Shared          []figures.TokenEntry // tokens whose key names more than one class, in token order
-	Split           []ClassTokens        // classes named by more than one token, ascending
+	Split           []ClassTokens        // classes spread over more than one token, ascending
 }
 
-// ClassTokens is a class and the tokens whose key names it, ascending.
+// ClassTokens is a class and the tokens that hold at least splitMinShare of its
+// frames, ascending.
 type ClassTokens struct {
 	Class  int
 	Tokens []int
 }
+
+// splitMinShare is the smallest share of a class's frames that a token must hold for
+// the class to count as spread over it.
+const splitMinShare = 0.05
 
 // FactsOf reads a token key's facts. It returns an error for a nil or empty key.
 func FactsOf(key *figures.TokenKey) (KeyFacts, error) {
@@ -45,7 +52,6 @@ func FactsOf(key *figures.TokenKey) (KeyFacts, error) {
 		return f, errors.New("notebook: a token key without tokens")
 	}
 	classFrames := map[int]int{}
-	tokensOf := map[int][]int{}
 	listed := 0
 	for _, e := range key.Entries {
 		f.Frames += e.Frames
@@ -59,9 +65,6 @@ func FactsOf(key *figures.TokenKey) (KeyFacts, error) {
 		listed += len(l)
 		if len(l) > 1 {
 			f.Shared = append(f.Shared, e)
-		}
-		for _, cc := range l {
-			tokensOf[cc.Class] = append(tokensOf[cc.Class], e.Token)
 		}
 	}
 	if f.Frames == 0 {
@@ -82,9 +85,16 @@ func FactsOf(key *figures.TokenKey) (KeyFacts, error) {
 		f.Classes = append(f.Classes, c)
 	}
 	slices.Sort(f.Classes)
+	tokensOf := map[int][]int{}     // class → tokens holding at least splitMinShare of its frames
+	for _, e := range key.Entries { // in token order
+		for _, cc := range e.Classes {
+			if float64(cc.Frames) >= splitMinShare*float64(classFrames[cc.Class]) {
+				tokensOf[cc.Class] = append(tokensOf[cc.Class], e.Token)
+			}
+		}
+	}
 	for _, c := range f.Classes {
 		if ts := tokensOf[c]; len(ts) > 1 {
-			slices.Sort(ts)
 			f.Split = append(f.Split, ClassTokens{Class: c, Tokens: ts})
 		}
 	}

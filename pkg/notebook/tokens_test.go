@@ -106,6 +106,40 @@ func TestFactsSharedAndSplit(t *testing.T) {
 	}
 }
 
+// TestFactsStrayFrame: one frame of a class on a token of its own (the quick start's
+// 1-frame token) does not spread the class: the token holds under 5 % of its frames.
+// The same class with 6 of its 105 frames on a second token is spread.
+func TestFactsStrayFrame(t *testing.T) {
+	var tokens, classes []int
+	add := func(tok, cls, n int) {
+		for range n {
+			tokens, classes = append(tokens, tok), append(classes, cls)
+		}
+	}
+	add(0, 1, 99)
+	add(2, 1, 1)
+	add(1, 0, 100)
+	key, err := figures.NewTokenKey(tokens, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := FactsOf(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Split) != 0 || len(f.Shared) != 0 {
+		t.Errorf("a stray frame: split %+v shared %+v, want none", f.Split, f.Shared)
+	}
+	if s := f.Sentence(nil); !strings.Contains(s, "Each token holds one class, and each class has one token.") {
+		t.Errorf("sentence %q", s)
+	}
+	add(2, 1, 5) // now 6 of class 1's 105 frames on t2
+	key, _ = figures.NewTokenKey(tokens, classes)
+	if f, _ = FactsOf(key); len(f.Split) != 1 || f.Split[0].Class != 1 || !slices.Equal(f.Split[0].Tokens, []int{0, 2}) {
+		t.Errorf("6 of 105 frames on a second token: split %+v, want class 1 on t0, t2", f.Split)
+	}
+}
+
 // TestFactsOneTokenPerClass: a key whose tokens each hold one class, one token per
 // class, says so and names no shared token.
 func TestFactsOneTokenPerClass(t *testing.T) {
