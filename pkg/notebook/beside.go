@@ -16,7 +16,8 @@ import (
 
 // CINote is what SizeNote displays at CI size.
 const CINote = "**CI-size run** (`GRADCSCG_NB_SIZE=ci`): small data and budgets, so the maps and numbers " +
-	"below are not the paper's; each figure is shown beside the committed full-size one. " +
+	"below are not the paper's; where the repository has the full-size figure, or the reports to draw it, " +
+	"it is shown beside this run's. " +
 	"The notebooks as committed show the full-size runs (`make notebooks-full`)."
 
 // SizeNote displays, at CI size, that the notebook shows CI-size runs (CINote); at full
