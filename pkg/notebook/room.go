@@ -25,7 +25,7 @@ type Room struct {
 }
 
 // roomAdvice ends every error of NewRoom: what to change, in the notebook.
-const roomAdvice = "edit the room's cell (its layout, name, data set or settings) and run it again"
+const roomAdvice = "edit the room's cell (its name, layout, data set or settings) and run it again"
 
 // NewRoom parses layout as the room called name (a plain name: letters, digits, '_'
 // and '-'), and configures its run: the quick-start configuration (QuickConfigFor, the
@@ -34,11 +34,11 @@ const roomAdvice = "edit the room's cell (its layout, name, data set or settings
 // Errors name the layout's line or the setting, and say what to change in the cell.
 func NewRoom(name, layout, dataset string, settings ...string) (*Room, error) {
 	if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
-		return nil, fmt.Errorf("the room's name %q: want letters, digits, '_' or '-' (%s)", name, roomAdvice)
+		return nil, fmt.Errorf("the room's name %q: want letters, digits, '_' or '-'; %s", name, roomAdvice)
 	}
 	env, err := gridworld.ParseLayout(name, strings.NewReader(layout))
 	if err != nil {
-		return nil, fmt.Errorf("the room's layout: %v (%s)", err, roomAdvice)
+		return nil, fmt.Errorf("the room's layout: %v; %s", err, roomAdvice)
 	}
 	if _, err := Size(); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func NewRoom(name, layout, dataset string, settings ...string) (*Room, error) {
 	all := append([]string{"dataset=" + dataset}, settings...)
 	cfg, err := ConfigureFor(env, "", experiment.SizeCI, all...)
 	if err != nil {
-		return nil, fmt.Errorf("the room's settings: %v (%s)", err, roomAdvice)
+		return nil, fmt.Errorf("the room's settings: %v; %s", err, roomAdvice)
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
