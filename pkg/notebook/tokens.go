@@ -122,8 +122,10 @@ func thousands(n int) string {
 
 // Sentence says the facts in one paragraph of markdown: the tokens in use for the
 // classes shown, perplexity, classes per token and token class purity; then which
-// tokens hold several classes and which classes are spread over several tokens, or
-// that each token holds one class. names[c] names class c (nil: the class ids).
+// tokens hold several classes (each with at most sentenceMaxClasses of them) and which
+// classes are spread over several tokens — or only how many, where there are more than
+// sentenceMaxItems — or that each token holds one class. names[c] names class c (nil:
+// the class ids).
 func (f KeyFacts) Sentence(names []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s in use for %d %s (perplexity %.2f, %.2f classes per token); token class purity %.2f, "+
@@ -134,20 +136,30 @@ func (f KeyFacts) Sentence(names []string) string {
 		b.WriteString(" Each token holds one class, and each class has one token.")
 		return b.String()
 	}
-	if len(f.Shared) == 0 {
+	switch {
+	case len(f.Shared) == 0:
 		b.WriteString(" Each token holds one class.")
-	} else {
+	case len(f.Shared) > sentenceMaxItems:
+		fmt.Fprintf(&b, " **%d of the %d tokens are shared by classes** (the key lists them).", len(f.Shared), f.Tokens)
+	default:
 		var parts []string
 		for _, e := range f.Shared {
+			l := e.Listed()
 			var cs []string
-			for _, cc := range e.Listed() {
+			for _, cc := range l[:min(len(l), sentenceMaxClasses)] {
 				cs = append(cs, fmt.Sprintf("%s (%s)", className(cc.Class, names), percent(cc.Frames, e.Frames)))
+			}
+			if more := len(l) - sentenceMaxClasses; more > 0 {
+				cs = append(cs, fmt.Sprintf("%d more", more))
 			}
 			parts = append(parts, fmt.Sprintf("t%d holds %s", e.Token, strings.Join(cs, ", ")))
 		}
 		fmt.Fprintf(&b, " **Tokens shared by classes**: %s.", strings.Join(parts, "; "))
 	}
-	if len(f.Split) > 0 {
+	switch {
+	case len(f.Split) > sentenceMaxItems:
+		fmt.Fprintf(&b, " **%d of the %d classes are spread over tokens.**", len(f.Split), len(f.Classes))
+	case len(f.Split) > 0:
 		var parts []string
 		for _, ct := range f.Split {
 			var ts []string
@@ -160,6 +172,12 @@ func (f KeyFacts) Sentence(names []string) string {
 	}
 	return b.String()
 }
+
+// Bounds of Sentence's lists: the token key in the figure lists everything.
+const (
+	sentenceMaxItems   = 5 // shared tokens or spread classes named one by one
+	sentenceMaxClasses = 4 // classes named for one shared token
+)
 
 func plural(n int, one, many string) string {
 	if n == 1 {

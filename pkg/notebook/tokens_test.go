@@ -140,6 +140,50 @@ func TestFactsStrayFrame(t *testing.T) {
 	}
 }
 
+// TestSentenceBounds: a token holding six classes names four and "2 more"; with more
+// than five shared tokens and spread classes the sentence gives only their numbers.
+func TestSentenceBounds(t *testing.T) {
+	var tokens, classes []int
+	for c := range 6 {
+		for range 10 {
+			tokens, classes = append(tokens, 0), append(classes, c)
+		}
+	}
+	key, err := figures.NewTokenKey(tokens, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := FactsOf(key)
+	if s := f.Sentence(nil); !strings.Contains(s, "t0 holds 0 (17%), 1 (17%), 2 (17%), 3 (17%), 2 more.") {
+		t.Errorf("one token of six classes: %q", s)
+	}
+	tokens, classes = nil, nil
+	for k := range 6 { // token k holds classes k and k+1: six shared tokens, classes 1–5 spread
+		for _, c := range []int{k, k + 1} {
+			for range 10 {
+				tokens, classes = append(tokens, k), append(classes, c)
+			}
+		}
+	}
+	key, _ = figures.NewTokenKey(tokens, classes)
+	f, _ = FactsOf(key)
+	s := f.Sentence(nil)
+	if !strings.Contains(s, "**6 of the 6 tokens are shared by classes** (the key lists them).") ||
+		!strings.Contains(s, "Classes spread over tokens**: 1 on t0, t1; 2 on t1, t2; 3 on t2, t3; 4 on t3, t4; 5 on t4, t5.") {
+		t.Errorf("six shared tokens, five spread classes: %q", s)
+	}
+	for k := range 6 { // a seventh token for class 6: six spread classes
+		for range 10 {
+			tokens, classes = append(tokens, 6), append(classes, k+1)
+		}
+	}
+	key, _ = figures.NewTokenKey(tokens, classes)
+	f, _ = FactsOf(key)
+	if s := f.Sentence(nil); !strings.Contains(s, "**6 of the 7 classes are spread over tokens.**") {
+		t.Errorf("six spread classes: %q", s)
+	}
+}
+
 // TestFactsOneTokenPerClass: a key whose tokens each hold one class, one token per
 // class, says so and names no shared token.
 func TestFactsOneTokenPerClass(t *testing.T) {
