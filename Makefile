@@ -28,7 +28,7 @@ setup: build
 # Execute every notebook headlessly at CI size (also part of `make test`, which skips it
 # without Jupyter). NB_OUT=DIR keeps the executed notebooks, HTML and screenshots.
 notebooks:
-	GRADCSCG_NB_OUT=$(NB_OUT) $(GO) test -count=1 -timeout 20m -v -run TestNotebooks ./notebooks/
+	GRADCSCG_NB_OUT=$(NB_OUT) $(GO) test -count=1 -timeout 45m -v -run TestNotebooks ./notebooks/
 
 # Execute every notebook at full size and write it back into notebooks/ with its outputs,
 # normalised by `gradcscg nbclean` (no timings, kernel ids, absolute paths or progress

@@ -35,6 +35,15 @@
 // of the kernel that meets the same error (a cell that depends on a failed run) shows
 // one short line.
 //
+// # Tokens and rooms
+//
+// Figures that show tokens carry a token key (figures.TokenKey: the classes each token
+// holds on the held-out walk); KeyFacts reads it for the prose beside them — tokens in
+// use, perplexity, classes per token, token class purity, the tokens shared by classes
+// and the classes spread over tokens — so that no text claims more than the run shows
+// (Figure4, MapTokens, VQTokens). A Room is a custom room defined in one cell; its run
+// is named from its configuration's digest, so an edited room is a new run.
+//
 // # Display
 //
 // Markdown, PNG, Image, Plot, Table, Report and Compare send rich output to the notebook

@@ -63,26 +63,8 @@ func Reconstructions(res *pipeline.Result, n int) error {
 
 // ReconstructionsFigure is the figure Reconstructions displays.
 func ReconstructionsFigure(res *pipeline.Result, n int) (*figures.Figure, error) {
-	h, err := DecodeHeldOut(res)
-	if err != nil {
-		return nil, err
-	}
-	p := h.Side * h.Side
-	n = min(n, len(h.Images)/p)
-	if n < 1 {
-		return nil, fmt.Errorf("notebook: Reconstructions of %d images", n)
-	}
-	in := h.Images[:n*p]
-	rec, tokens, err := res.VQVAE.Reconstruct(in)
-	if err != nil {
-		return nil, err
-	}
-	key, err := experiment.HeldOutKey(h)
-	if err != nil {
-		return nil, err
-	}
-	return figures.ReconstructionFigure(in, rec, tokens, h.Side,
-		fmt.Sprintf("%s seed %d: the first %d held-out images", res.Config.Env, res.Config.Seed, n), key)
+	fig, _, err := reconstructions(res, n)
+	return fig, err
 }
 
 // History returns a pixel run's loss history (history.jsonl) as figures.Record for

@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,39 @@ func TestBeside(t *testing.T) {
 	SizeNote()
 	if !strings.Contains(buf.String(), "CI-size run") {
 		t.Errorf("SizeNote at CI size: %q", buf.String())
+	}
+}
+
+// TestBesideDrawn: at full size the figure alone and the full-size one not drawn; at
+// CI size both, the full-size one captioned with what it is drawn from; a failing
+// drawing is an error naming it.
+func TestBesideDrawn(t *testing.T) {
+	png := pngBytes(t, 3, 2)
+	drawn := 0
+	full := func() ([]byte, error) { drawn++; return pngBytes(t, 4, 4), nil }
+	t.Setenv(SizeEnv, "full")
+	buf := capture(t)
+	if err := BesideDrawn(png, full, "drawn from `results/x.json`"); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "[PNG image") != 1 || drawn != 0 {
+		t.Errorf("full size: %q, drawn %d times", got, drawn)
+	}
+	t.Setenv(SizeEnv, "ci")
+	buf.Reset()
+	if err := BesideDrawn(png, full, "drawn from `results/x.json`"); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "[PNG image") != 2 || drawn != 1 ||
+		!strings.Contains(got, "The full-size figure, drawn from results/x.json:") || !strings.Contains(got, "CI-size run") {
+		t.Errorf("CI size: %q", got)
+	}
+	bad := func() ([]byte, error) { return nil, errors.New("no reports") }
+	if err := BesideDrawn(png, bad, "drawn from `results/x.json`"); err == nil || !strings.Contains(err.Error(), "results/x.json") {
+		t.Errorf("a failing drawing: %v", err)
+	}
+	if got := codeSpans("a <b> `c&d` e"); got != "a &lt;b&gt; <code>c&amp;d</code> e" {
+		t.Errorf("codeSpans: %q", got)
 	}
 }
 

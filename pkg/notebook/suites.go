@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 )
 
@@ -45,4 +46,23 @@ func withTables[S any](s S, set func(s *S, out, tables string)) (S, error) {
 	}
 	set(&s, out, tables)
 	return s, nil
+}
+
+// CommittedBenchmarks returns the committed reports of the seed-1 conv MNIST runs of
+// the benchmark environments envs (results/images/<env>_mnist_seed1.json, what `make
+// reproduce-images` collects), for figures of the full-size runs beside CI-size ones.
+func CommittedBenchmarks(envs ...string) ([]*evaluate.Report, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var out []*evaluate.Report
+	for _, env := range envs {
+		r, err := evaluate.ReadJSON(filepath.Join(root, "results", "images", env+"_mnist_seed1.json"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/figures"
@@ -94,6 +96,15 @@ func VQSuite() (experiment.VQSuite, error) {
 // VQRecon displays a study's reconstructions figure (two held-out frames per class,
 // inputs above reconstructions, labelled with their tokens).
 func VQRecon(r *experiment.VQReport) error {
+	b, err := VQReconPNG(r)
+	if err != nil {
+		return err
+	}
+	return PNG(b)
+}
+
+// VQReconPNG returns the PNG of a study's reconstructions figure (VQRecon).
+func VQReconPNG(r *experiment.VQReport) ([]byte, error) {
 	path := r.Files["recon"]
 	if !filepath.IsAbs(path) {
 		if root, err := RepoRoot(); err == nil {
@@ -104,9 +115,28 @@ func VQRecon(r *experiment.VQReport) error {
 	}
 	b, err := inputfile.ReadFile(path, imageLimit)
 	if err != nil {
-		return fmt.Errorf("notebook: %w", err)
+		return nil, fmt.Errorf("notebook: %w", err)
 	}
-	return PNG(b)
+	return b, nil
+}
+
+// CommittedVQReports returns the committed reports of the suite's studies named
+// "<env>_<dataset>_seed<seed>" (results/vqvae/<name>/report.json, `make
+// reproduce-vqvae`), for figures of the full-size studies beside CI-size ones.
+func CommittedVQReports(names ...string) ([]*experiment.VQReport, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var out []*experiment.VQReport
+	for _, n := range names {
+		r, err := experiment.ReadVQReport(filepath.Join(root, "results", "vqvae", n, experiment.VQReportFile))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // VQClassTable displays, per class, the majority token, its share of the class's
@@ -159,4 +189,37 @@ func VQCurvePlot(title string, labels []string, reports []*experiment.VQReport) 
 	// Room above the curves for the legend.
 	p.Y.Min, p.Y.Max = 0, top*(1.1+0.08*float64(len(reports)))
 	return p, nil
+}
+
+// VQTokens displays which classes share a token in a study: the classes whose held-out
+// frames mostly get the same token (evaluate.ClassStat.MajorityToken), grouped by that
+// token, or that every class has a majority token of its own. names[c] names class c
+// (nil: the report's class names).
+func VQTokens(r *experiment.VQReport) error {
+	if r == nil || len(r.Classes) == 0 {
+		return fmt.Errorf("notebook: VQTokens of a report without classes")
+	}
+	byToken := map[int][]string{}
+	var order []int
+	for _, c := range r.Classes {
+		if _, ok := byToken[c.MajorityToken]; !ok {
+			order = append(order, c.MajorityToken)
+		}
+		byToken[c.MajorityToken] = append(byToken[c.MajorityToken], c.Name)
+	}
+	slices.Sort(order)
+	var shared []string
+	for _, k := range order {
+		if cs := byToken[k]; len(cs) > 1 {
+			shared = append(shared, fmt.Sprintf("t%d ← %s", k, strings.Join(cs, ", ")))
+		}
+	}
+	head := fmt.Sprintf("%d classes, %d of %d codes active (perplexity %.2f), token class purity %.2f.",
+		len(r.Classes), r.ActiveCodes, r.NumTokens, r.Perplexity, r.Purity)
+	if len(shared) == 0 {
+		Markdown(head + " Every class has a majority token of its own.")
+		return nil
+	}
+	Markdown(head + " **Classes sharing their majority token**: " + strings.Join(shared, "; ") + ".")
+	return nil
 }

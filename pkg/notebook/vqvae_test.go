@@ -1,12 +1,14 @@
 package notebook
 
 import (
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/experiment"
 	"github.com/gradcscg/gradcscg/pkg/figures"
 )
@@ -91,5 +93,32 @@ func TestNotebookPlotsInFigureStyle(t *testing.T) {
 	}
 	if v := want.Title.TextStyle.Font.Variant; v != "Sans" {
 		t.Errorf("figures.NewPlot's variant is %q, want Sans", v)
+	}
+}
+
+// TestVQTokens: classes grouped by their majority token; a report whose classes each
+// have their own token says so.
+func TestVQTokens(t *testing.T) {
+	r := &experiment.VQReport{NumTokens: 4, ActiveCodes: 3, Perplexity: 2.5, Purity: 0.75, Classes: []evaluate.ClassStat{
+		{Class: 0, Name: "0", MajorityToken: 2}, {Class: 1, Name: "1", MajorityToken: 0},
+		{Class: 2, Name: "2", MajorityToken: 2}, {Class: 3, Name: "3", MajorityToken: 1}}}
+	buf := capture(t)
+	if err := VQTokens(r); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "**Classes sharing their majority token**: t2 ← 0, 2.") ||
+		!strings.Contains(got, "3 of 4 codes active (perplexity 2.50), token class purity 0.75") {
+		t.Errorf("VQTokens: %q", got)
+	}
+	r.Classes[2].MajorityToken = 3
+	buf.Reset()
+	if err := VQTokens(r); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "Every class has a majority token of its own.") || strings.Contains(got, "sharing") {
+		t.Errorf("VQTokens, one token per class: %q", got)
+	}
+	if err := VQTokens(&experiment.VQReport{}); err == nil {
+		t.Error("VQTokens of no classes: no error")
 	}
 }
