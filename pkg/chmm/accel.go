@@ -12,8 +12,8 @@ import (
 //
 //	x' = x0 + 2a r + a² v,   r = x1 − x0,  v = x2 − 2 x1 + x0,  a = clamp(‖r‖/‖v‖, 1, aMax),
 //
-// renormalised row by row. With a = 1 (x' = x2) the next cycle starts at x2 after two
-// E-steps. Otherwise the E-step at x' is the cycle's third: where its penalised
+// renormalised row by row; a = 1 in the first accelWarmup E-steps after the start or
+// a split. With a = 1 (x' = x2) the next cycle starts at x2 after two E-steps. Otherwise the E-step at x' is the cycle's third: where its penalised
 // objective (EM's: ℓ + p Σ log T, + p Σ log π̄ when learned, per step) is at least x1's,
 // the M-step from it starts the next cycle; where it is not, the next cycle starts at x2.
 // aMax starts at 1, grows fourfold when a cycle's a reached it and was kept, and falls
@@ -25,6 +25,7 @@ import (
 type accel struct {
 	phase      int       // the next E-step is at x0 (0), x1 (1) or x' (2)
 	start      int       // the iteration of the last E-step at x0
+	from       int       // the iteration of the start or the last split (accelWarmup)
 	x0, x1, x2 []float64 // the cycle's points (flatten); x1 holds x' at phase 2
 	obj1       float64   // the penalised objective at x1
 	a, aMax    float64   // the cycle's step and its bound
@@ -35,6 +36,7 @@ type accel struct {
 // AccelState is accel's state as EMState saves it (nil: no acceleration).
 type AccelState struct {
 	Phase, Start  int
+	From          int
 	X0, X1, X2    []float64
 	Obj1, A, AMax float64
 }
@@ -44,7 +46,7 @@ func newAccel(learnPi, learnConf bool) *accel {
 }
 
 func (ac *accel) state() *AccelState {
-	return &AccelState{Phase: ac.phase, Start: ac.start, X0: cloneFloats(ac.x0), X1: cloneFloats(ac.x1), X2: cloneFloats(ac.x2),
+	return &AccelState{Phase: ac.phase, Start: ac.start, From: ac.from, X0: cloneFloats(ac.x0), X1: cloneFloats(ac.x1), X2: cloneFloats(ac.x2),
 		Obj1: ac.obj1, A: ac.a, AMax: ac.aMax}
 }
 
@@ -61,7 +63,7 @@ func (ac *accel) set(s *AccelState, size int) error {
 	if (s.Phase >= 1 && len(s.X0) == 0) || (s.Phase == 2 && (len(s.X1) == 0 || len(s.X2) == 0)) {
 		return fmt.Errorf("acceleration state at phase %d without its points", s.Phase)
 	}
-	ac.phase, ac.start, ac.obj1, ac.a, ac.aMax = s.Phase, s.Start, s.Obj1, s.A, s.AMax
+	ac.phase, ac.start, ac.from, ac.obj1, ac.a, ac.aMax = s.Phase, s.Start, s.From, s.Obj1, s.A, s.AMax
 	ac.x0, ac.x1, ac.x2 = cloneFloats(s.X0), cloneFloats(s.X1), cloneFloats(s.X2)
 	return nil
 }
@@ -73,12 +75,19 @@ func cloneFloats(x []float64) []float64 {
 	return append([]float64(nil), x...)
 }
 
-// reset starts a new cycle at the model as it is (after a split).
-func (ac *accel) reset() {
+// reset starts a new cycle at the model as it is after a split at iteration it, the
+// first accelWarmup E-steps plain EM's again.
+func (ac *accel) reset(it int) {
 	if ac != nil {
-		ac.phase = 0
+		ac.phase, ac.from = 0, it
 	}
 }
+
+// accelWarmup is the number of E-steps after the start or a split in which cycles
+// do not jump: plain EM breaks the symmetry between clones that start alike (New's
+// near-uniform start, the two halves of a split clone), where a jump along the first
+// steps can carry the parameters to another fixed point.
+const accelWarmup = 20
 
 // jumping says whether the next E-step is at an extrapolated point.
 func (ac *accel) jumping() bool { return ac != nil && ac.phase == 2 }
@@ -152,7 +161,10 @@ func (ac *accel) update(m *Model, conf [][]float64, obj float64, it int, mstep f
 		ac.x1 = ac.flatten(m, conf, ac.x1)
 		mstep()
 		ac.x2 = ac.flatten(m, conf, ac.x2)
-		ac.a = ac.step()
+		ac.a = 1
+		if it-ac.from >= accelWarmup {
+			ac.a = ac.step()
+		}
 		if ac.a == 1 {
 			ac.grow()
 			ac.phase = 0

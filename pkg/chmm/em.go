@@ -422,7 +422,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 					h.Splits = append(h.Splits, Split{Iter: it, States: k})
 					p = newP()
 					prevLL = math.Inf(-1)
-					ac.reset()
+					ac.reset(it)
 					watch.reset(it)
 					rep.report(it, ll, false)
 					continue
@@ -448,7 +448,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 						h.Splits = append(h.Splits, Split{Iter: it, States: k})
 						p = newP()
 						prevLL = math.Inf(-1)
-						ac.reset()
+						ac.reset(it)
 						watch.reset(it)
 						continue
 					}

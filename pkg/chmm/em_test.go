@@ -304,7 +304,8 @@ func TestTrainEMRecoversMap(t *testing.T) {
 func TestTrainEMErrors(t *testing.T) {
 	_, seqs := walkData(15, aliased3x3, 1, 20)
 	m := New(UniformClones(3, 2), 4, nil)
-	for _, cfg := range []EMConfig{{Pseudocount: -1}, {Pseudocount: math.NaN()}, {Tol: math.NaN()}} {
+	for _, cfg := range []EMConfig{{Pseudocount: -1}, {Pseudocount: math.NaN()}, {Tol: math.NaN()}, {Segments: -1},
+		{StopGain: -1e-6}, {StopGain: math.NaN()}, {StopGain: math.Inf(1)}, {StopGain: 1e-6, StopWindow: -1}} {
 		if _, err := TrainEM(m, seqs, cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}
