@@ -301,39 +301,31 @@ func normaliseLogits(row []float64) {
 	}
 }
 
-// GainWatch is the running average behind EMConfig.StopGain, as EMState saves it.
+// GainWatch is the state behind EMConfig.StopGain, as EMState saves it.
 type GainWatch struct {
 	From, Last int     // the iteration it started at (the start or a split) and its last check's
-	Obj, Avg   float64 // the objective per step at the last check and the average gain per E-step (NaN: none yet)
+	Gained     int     // the iteration of the last check that gained StopGain per E-step or more (From: none)
+	Obj        float64 // the objective per step at the last check (NaN: none yet)
 }
 
 func newGainWatch(it int) *GainWatch {
-	return &GainWatch{From: it, Last: it, Obj: math.NaN(), Avg: math.NaN()}
+	return &GainWatch{From: it, Last: it, Gained: it, Obj: math.NaN()}
 }
 
-// reset starts the average afresh at iteration it (after a split); nil: no-op.
+// reset starts afresh at iteration it (after a split); nil: no-op.
 func (w *GainWatch) reset(it int) {
 	if w != nil {
 		*w = *newGainWatch(it)
 	}
 }
 
-// check folds in the objective obj per step at iteration it, k = it − Last E-steps
-// after the last check: with g = (obj − Obj)/k and d = 1 − 1/window,
-//
-//	Avg = d^k Avg + (1 − d^k) g   (Avg = g at the first gain),
-//
-// and says whether Avg is below gain, window E-steps or more after From.
+// check folds in the objective obj per step at iteration it, it − Last E-steps after
+// the last check, and says whether window E-steps or more have passed since From and
+// since the last check that gained at least gain per E-step.
 func (w *GainWatch) check(obj float64, it, window int, gain float64) bool {
-	if k := it - w.Last; k > 0 && !math.IsNaN(w.Obj) {
-		g := (obj - w.Obj) / float64(k)
-		if math.IsNaN(w.Avg) {
-			w.Avg = g
-		} else {
-			f := math.Pow(1-1/float64(window), float64(k))
-			w.Avg = f*w.Avg + (1-f)*g
-		}
+	if k := it - w.Last; k > 0 && !math.IsNaN(w.Obj) && (obj-w.Obj)/float64(k) >= gain {
+		w.Gained = it
 	}
 	w.Obj, w.Last = obj, it
-	return it-w.From >= window && w.Avg < gain
+	return it-w.Gained >= window
 }

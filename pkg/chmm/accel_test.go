@@ -6,36 +6,32 @@ import (
 	"testing"
 )
 
-// GainWatch's average by hand: window 4 (d = 3/4), objectives 0, 1, 1.5 (one E-step
-// apart), then 1.6 three E-steps later.
+// GainWatch by hand: window 4, gain 0.1 per E-step.
 func TestGainWatch(t *testing.T) {
 	w := newGainWatch(10)
-	for _, c := range []struct {
-		obj  float64
-		it   int
-		avg  float64 // NaN: none yet
-		stop bool    // with gain 0.2
+	steps := []struct {
+		obj    float64
+		it     int
+		gained int
+		stop   bool
 	}{
-		{0, 10, math.NaN(), false},
-		{1, 11, 1, false},                                   // the first gain
-		{1.5, 12, 0.75*1 + 0.25*0.5, false},                 // 0.875
-		{1.6, 15, 0.421875*0.875 + 0.578125*(0.1/3), false}, // d³ = 0.421875: 0.388...
-	} {
-		stop := w.check(c.obj, c.it, 4, 0.2)
-		if stop != c.stop || !(math.Abs(w.Avg-c.avg) < 1e-15 || math.IsNaN(w.Avg) && math.IsNaN(c.avg)) {
-			t.Errorf("iteration %d: average %v, stop %v; want %v, %v", c.it, w.Avg, stop, c.avg, c.stop)
+		{0, 10, 10, false},    // the first check sets the objective
+		{1, 11, 11, false},    // +1 per E-step
+		{1.05, 12, 11, false}, // +0.05
+		{1.3, 15, 11, true},   // +0.25 over 3 E-steps (0.083 each); 15 − 11 ≥ 4
+		{1.7, 17, 17, false},  // +0.2 per E-step
+		{1.8, 20, 17, false},  // 0.033 per E-step; 20 − 17 < 4
+		{1.8, 21, 17, true},
+	}
+	for _, c := range steps {
+		stop := w.check(c.obj, c.it, 4, 0.1)
+		if stop != c.stop || w.Gained != c.gained {
+			t.Errorf("iteration %d: gained at %d, stop %v; want %d, %v", c.it, w.Gained, stop, c.gained, c.stop)
 		}
 	}
-	// Below the gain, but only a window after From.
-	w = newGainWatch(0)
-	for it, want := range []bool{false, false, false, false, true} {
-		if got := w.check(1e-3*float64(it), it, 4, 0.01); got != want {
-			t.Errorf("flat run, iteration %d: stop %v, want %v", it, got, want)
-		}
-	}
-	w.reset(4)
-	if w.From != 4 || !math.IsNaN(w.Avg) || !math.IsNaN(w.Obj) {
-		t.Errorf("reset: %+v", *w)
+	w.reset(30)
+	if w.From != 30 || w.Gained != 30 || !math.IsNaN(w.Obj) || w.check(5, 33, 4, 0.1) || !w.check(5, 34, 4, 0.1) {
+		t.Errorf("after a reset at 30: %+v", *w)
 	}
 }
 
@@ -79,5 +75,107 @@ func TestAccelMonotone(t *testing.T) {
 	if jumps < 5 || h.Stop != "converged" || hp.Stop != "converged" || math.Abs(llA-llP)/steps > 1e-6 || len(h.LogLik) >= len(hp.LogLik) {
 		t.Errorf("SQUAREM: %d jumps, stop %q, ℓ/T %.8f after %d E-steps; plain EM: stop %q, ℓ/T %.8f after %d",
 			jumps, h.Stop, llA/steps, len(h.LogLik), hp.Stop, llP/steps, len(hp.LogLik))
+	}
+}
+
+// placeLabels maps every step's decoded state to the place it is decoded at most
+// often (the decoded map read against the walk's places).
+func placeLabels(states, places []int) []int {
+	n := map[[2]int]int{}
+	for t, s := range states {
+		n[[2]int{s, places[t]}]++
+	}
+	best := map[int][2]int{} // state -> (place, count)
+	for k, c := range n {
+		if b, ok := best[k[0]]; !ok || c > b[1] || c == b[1] && k[1] < b[0] {
+			best[k[0]] = [2]int{k[1], c}
+		}
+	}
+	out := make([]int, len(states))
+	for t, s := range states {
+		out[t] = best[s][0]
+	}
+	return out
+}
+
+// The new schedule for one long walk (Segments, Accelerate, StopGain, the
+// finalisation's Tol of −1) against plain EM run until ℓ/T stops rising (Tol 0), from
+// the same start on two_rooms walks of 20,000 steps, on hard tokens and on tokens
+// misread 4 % of the time through a learned confusion matrix: the converged ℓ/T agree
+// within 2e-6 and the decoded maps (each state read as the place it is decoded at most)
+// agree on at least 99.9 % of the steps, in a fraction of plain EM's E-steps.
+func TestFastEMLikeEM(t *testing.T) {
+	g := parseGrid(twoRooms)
+	for _, c := range []struct {
+		seed    uint64
+		confuse bool
+	}{{5, false}, {6, false}, {7, false}, {8, true}, {9, true}} {
+		rng := rand.New(rand.NewPCG(c.seed, 1))
+		seq, places := g.walk(rng, 20000)
+		var conf [][]float64
+		if c.confuse {
+			conf = make([][]float64, 10)
+			for k := range conf {
+				conf[k] = make([]float64, 10)
+				conf[k][k], conf[k][(k+1)%10], conf[k][(k+4)%10] = 0.96, 0.02, 0.02
+			}
+			for i, o := range seq.Obs {
+				if r := rng.Float64(); r < 0.02 {
+					seq.Obs[i] = (o + 1) % 10
+				} else if r < 0.04 {
+					seq.Obs[i] = (o + 4) % 10
+				}
+			}
+		}
+		seqs := []Sequence{seq}
+		base := EMConfig{MaxIters: 5000, Pseudocount: 2e-3, FixedPi: true, Workers: 2, Confusion: conf,
+			LearnConfusion: conf != nil, ConfusionBeam: 1e-4}
+		fast := base
+		fast.Tol, fast.Segments, fast.Accelerate, fast.StopGain = -1, 4, true, DefaultStopGain
+		var lls [2]float64
+		var labels [2][]int
+		var steps [2]int
+		for i, cfg := range []EMConfig{base, fast} {
+			m := New(UniformClones(10, 3), 4, rand.New(rand.NewPCG(c.seed, 2)))
+			h, err := TrainEM(m, seqs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Stop != "converged" {
+				t.Fatalf("seed %d, config %d: stop %q", c.seed, i, h.Stop)
+			}
+			steps[i] = len(h.LogLik)
+			var states []int
+			if conf == nil {
+				lls[i], err = LogLikelihood(m, seqs)
+				if err == nil {
+					states, _, err = Viterbi(m, seq)
+				}
+			} else {
+				var l []float64
+				if l, err = ConfusedLogLikelihoods(m, seqs, h.Confusion, 1); err == nil {
+					lls[i] = l[0]
+					states, _, err = Decode(m, Confused{Tokens: seq.Obs, C: h.Confusion}, seq.Actions)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lls[i] /= float64(len(seq.Obs))
+			labels[i] = placeLabels(states, places)
+		}
+		same := 0
+		for t := range labels[0] {
+			if labels[0][t] == labels[1][t] {
+				same++
+			}
+		}
+		agree := float64(same) / float64(len(labels[0]))
+		t.Logf("seed %d, confusion %v: plain EM ℓ/T %.8f in %d E-steps, new %.8f in %d; maps agree on %.4f of the steps",
+			c.seed, c.confuse, lls[0], steps[0], lls[1], steps[1], agree)
+		if math.Abs(lls[0]-lls[1]) > 2e-6 || agree < 0.999 || steps[1] >= steps[0] {
+			t.Errorf("seed %d, confusion %v: ℓ/T %.8f vs plain EM's %.8f, maps agree on %.4f, %d E-steps vs %d",
+				c.seed, c.confuse, lls[1], lls[0], agree, steps[1], steps[0])
+		}
 	}
 }

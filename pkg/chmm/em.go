@@ -73,12 +73,12 @@ type EMConfig struct {
 	// fall. An iteration is still one E-step. false: plain EM.
 	Accelerate bool
 	// StopGain, if above 0, also ends the soft phase where Tol is checked (every
-	// iteration of plain EM, the start of every SQUAREM cycle) once EM's penalised
-	// objective per step (ℓ + Pseudocount Σ log T [+ Pseudocount Σ log π̄ when learned],
-	// over the steps) gains less than StopGain per E-step on average, an average that
-	// forgets each gain by a factor 1 − 1/StopWindow per E-step, and at least StopWindow
-	// E-steps have passed since the start or the last split (GainWatch). It ends as Tol
-	// does (a split where SplitRounds allow, else "converged"). 0: Tol's stop alone.
+	// iteration of plain EM, the start of every SQUAREM cycle) once no check in the last
+	// StopWindow E-steps, nor the start or the last split, is that recent, saw EM's
+	// penalised objective per step (ℓ + Pseudocount Σ log T [+ Pseudocount Σ log π̄
+	// when learned], over the steps) gain StopGain per E-step or more since the check
+	// before (GainWatch). It ends as Tol does (a split where SplitRounds allow, else
+	// "converged"). 0: Tol's stop alone.
 	StopGain   float64
 	StopWindow int // 0: 30
 
