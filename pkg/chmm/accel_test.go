@@ -151,6 +151,10 @@ func TestFastEMLikeEM(t *testing.T) {
 				if err == nil {
 					states, _, err = Viterbi(m, seq)
 				}
+				// The last E-step's ℓ, from the carried messages, is the exact pass's.
+				if d := math.Abs(h.LogLik[len(h.LogLik)-1] - lls[i]/float64(len(seq.Obs))); i == 1 && d > 1e-9 {
+					t.Errorf("seed %d: the segments' ℓ/T %.12f, the exact pass's %.12f", c.seed, h.LogLik[len(h.LogLik)-1], lls[i]/float64(len(seq.Obs)))
+				}
 			} else {
 				var l []float64
 				if l, err = ConfusedLogLikelihoods(m, seqs, h.Confusion, 1); err == nil {

@@ -65,20 +65,21 @@ type EMConfig struct {
 	// forward–backward passes run in parallel on Workers goroutines, each starting
 	// from the messages its neighbours ended with at the E-step before (segments.go):
 	// the E-step's ℓ and counts are those of whole sequences once the messages have
-	// settled, and at a fixed point of EM. 0 or 1: whole sequences, in parallel over
-	// sequences (one hard-token sequence: its forward and backward passes side by side).
+	// settled, and at a fixed point of EM; History's ℓ/T are the segments' sums. 0 or 1:
+	// whole sequences, in parallel over sequences (one hard-token sequence: its forward
+	// and backward passes side by side).
 	Segments int
 	// Accelerate runs SQUAREM over the soft phase's EM steps (accel.go): after every two
 	// EM steps a jump along them, kept only where EM's penalised objective does not
 	// fall. An iteration is still one E-step. false: plain EM.
 	Accelerate bool
 	// StopGain, if above 0, also ends the soft phase where Tol is checked (every
-	// iteration of plain EM, the start of every SQUAREM cycle) once no check in the last
-	// StopWindow E-steps, nor the start or the last split, is that recent, saw EM's
-	// penalised objective per step (ℓ + Pseudocount Σ log T [+ Pseudocount Σ log π̄
-	// when learned], over the steps) gain StopGain per E-step or more since the check
-	// before (GainWatch). It ends as Tol does (a split where SplitRounds allow, else
-	// "converged"). 0: Tol's stop alone.
+	// iteration of plain EM, the start of every SQUAREM cycle) once StopWindow E-steps
+	// or more have passed since the start, the last split and the last check at which
+	// EM's penalised objective per step (ℓ + Pseudocount Σ log T, + Pseudocount Σ log π̄
+	// when π is learned, over the steps) had gained StopGain per E-step or more since
+	// the check before (GainWatch). It ends as Tol does (a split where SplitRounds
+	// allow, else "converged"). 0: Tol's stop alone.
 	StopGain   float64
 	StopWindow int // 0: 30
 
@@ -124,7 +125,7 @@ type EMState struct {
 	// entries where none). Under Accelerate: SQUAREM's state.
 	SegAlpha, SegBeta [][]float64
 	Accel             *AccelState
-	Watch             *GainWatch // under StopGain: its running average
+	Watch             *GainWatch // under StopGain: its state
 }
 
 // checkSaved says whether a saved training's model sm and history h can stand in for
@@ -219,6 +220,9 @@ func DefaultEMConfig() EMConfig {
 // ℓ/T improves by ≤ Tol (the parameters with the higher likelihood are kept)
 // or after MaxIters M-steps. With p = 0 the log-likelihood never decreases;
 // with p > 0 EM climbs the penalised objective ℓ + p Σ log T (+ p Σ log π̄).
+//
+// EMConfig's Segments, Accelerate and StopGain change the soft phase's E-step, its
+// steps and its stop as they say; the fixed points stay EM's.
 //
 // Then Viterbi EM: decode every sequence, set T ∝ counts of the decoded
 // transitions (pseudocount 0, exact zeros; rows not used by any path keep

@@ -3,6 +3,7 @@ package chmm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -125,6 +126,46 @@ func TestSegmentedOneSegment(t *testing.T) {
 				!sameBits(got.conf, want.conf) || got.ll != want.ll || got.steps != want.steps || got.seqs != want.seqs {
 				t.Errorf("confusion %v: one segment per sequence differs from the whole-sequence E-step", c != nil)
 			}
+		}
+	}
+}
+
+// cutSegments: shares of n proportional to the sequences' lengths, near-equal
+// segments covering every step once, none under minSegment steps.
+func TestCutSegments(t *testing.T) {
+	seq := func(n int) Sequence { return Sequence{Obs: make([]int, n), Actions: make([]int, max(0, n-1))} }
+	for _, c := range []struct {
+		lens []int
+		n    int
+		want []int // segments per sequence
+	}{
+		{[]int{300000}, 16, []int{16}},
+		{[]int{30000, 10000}, 8, []int{6, 2}},
+		{[]int{2500, 500, 100000}, 40, []int{1, 1, 39}}, // round(0.97), at least 1, round(38.8)
+		{[]int{5000}, 64, []int{5}},                     // at most T/minSegment
+		{[]int{5000}, 0, []int{1}},
+	} {
+		var seqs []Sequence
+		for _, l := range c.lens {
+			seqs = append(seqs, seq(l))
+		}
+		segs := cutSegments(seqs, c.n)
+		got := make([]int, len(seqs))
+		next := make([]int, len(seqs))
+		for _, g := range segs {
+			got[g.seq]++
+			if g.lo != next[g.seq] || g.hi <= g.lo || (g.hi-g.lo < minSegment && c.lens[g.seq] >= minSegment) {
+				t.Errorf("%v into %d: segment %+v", c.lens, c.n, g)
+			}
+			next[g.seq] = g.hi
+		}
+		for q, l := range c.lens {
+			if next[q] != l {
+				t.Errorf("%v into %d: sequence %d covered to %d of %d", c.lens, c.n, q, next[q], l)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v into %d: %v segments per sequence, want %v", c.lens, c.n, got, c.want)
 		}
 	}
 }
