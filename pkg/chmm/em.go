@@ -491,6 +491,7 @@ func mstep(m *Model, acc *accum, pc float64, learnPi bool) {
 	n := m.N()
 	real := n - 1
 	for r := 0; r < len(m.ThetaLogits); r += n {
+		clearUpper()
 		xi := acc.counts[r : r+n]
 		tot := pc * float64(real)
 		for _, v := range xi[:real] {
