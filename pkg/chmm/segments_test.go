@@ -169,3 +169,44 @@ func TestCutSegments(t *testing.T) {
 		}
 	}
 }
+
+// On a map with blocks wide enough for the vector kernels, with every kernel set the
+// CPU has: the segmented E-step under fixed parameters, once its messages have crossed
+// every segment, gives the whole-sequence E-step's ℓ and statistics to rounding, on hard
+// tokens and through a confusion matrix with and without the beam.
+func TestSegmentedMatchesWhole(t *testing.T) {
+	defer setKernels(inUse)
+	defer func(v int) { minSegment = v }(minSegment)
+	minSegment = 250
+	rng := rand.New(rand.NewPCG(33, 1))
+	m := randomModel(rng, []int{20, 24, 18}, 3, 2, false)
+	seqs := []Sequence{randomSeq(rng, 3, 3, 2000), randomSeq(rng, 3, 3, 1250)}
+	for _, set := range availableKernels() {
+		setKernels(set)
+		for _, c := range []struct {
+			name string
+			conf [][]float64
+			beam float64
+		}{{"hard", nil, 0}, {"confused", testConfusion, 0}, {"confused, beam", testConfusion, 0.2}} {
+			p := newParams(m)
+			p.setConfusion(c.conf, c.beam)
+			want, err := newEstepper(p, 1, len(seqs)).run(p, seqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newSegmenter(p, seqs, 13, 2) // 8 + 5
+			var got *accum
+			for range 9 {
+				if got, err = s.run(p, seqs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			scale := math.Abs(want.ll)
+			d := accumDiff(got, want, c.conf != nil)
+			t.Logf("%s, %s kernels: largest difference %.3g, ℓ %.6f", c.name, set, d, want.ll)
+			if len(s.segs) != 13 || d > 1e-9*scale {
+				t.Errorf("%s, %s kernels: %d segments; statistics differ from the whole sequences' by %.3g (ℓ %.6f)", c.name, set, len(s.segs), d, want.ll)
+			}
+		}
+	}
+}
