@@ -12,14 +12,16 @@ import (
 //
 //	x' = x0 + 2a r + a² v,   r = x1 − x0,  v = x2 − 2 x1 + x0,  a = clamp(‖r‖/‖v‖, 1, aMax),
 //
-// renormalised row by row; a = 1 in the first accelWarmup E-steps after the start or
-// a split. With a = 1 (x' = x2) the next cycle starts at x2 after two E-steps. Otherwise the E-step at x' is the cycle's third: where its penalised
-// objective (EM's: ℓ + p Σ log T, + p Σ log π̄ when learned, per step) is at least x1's,
-// the M-step from it starts the next cycle; where it is not, the next cycle starts at x2.
-// aMax starts at 1, grows fourfold when a cycle's a reached it and was kept, and falls
-// fourfold (to no less than 1) when such a step is rejected. The objective thus rises
-// from cycle to cycle as under plain EM, and the cycle's fixed points are EM's. Entries
-// that are not finite in x0, x1 or x2 (exact zeros) take x2's value.
+// renormalised row by row (no entry below e^minLogProb); a = 1 in the first
+// accelWarmup E-steps after the start or a split. With a = 1 (x' = x2) the next cycle
+// starts at x2 after two E-steps. Otherwise the E-step at x' is the cycle's third:
+// where its penalised objective (EM's: ℓ + p Σ log T, + p Σ log π̄ when learned, per
+// step) is at least x1's, the M-step from it starts the next cycle; where it is not (or
+// x' has zero probability), the next cycle starts at x2. aMax starts at 1, grows
+// fourfold when a cycle's a reached it and was kept, and falls fourfold (to no less
+// than 1) when such a step is rejected. With exact E-steps the objective thus rises from
+// cycle to cycle as under plain EM, and the cycle's fixed points are EM's. Entries that
+// are not finite in x0, x1 or x2 (exact zeros) take x2's value.
 
 // accel is SQUAREM's state between two E-steps of TrainEM.
 type accel struct {
