@@ -107,9 +107,10 @@ func cutPieces(seq Sequence, n int) []Sequence {
 //     (Tol −1: the finalisation's round);
 //   - new: the whole walk in GOMAXPROCS segments, SQUAREM, and the StopGain stop.
 //
-// It reports the E-steps, ℓ/T of the model trained (over the whole walk, through its
-// confusion matrix without the beam), the state→place and place→state purities of its
-// decoding of the walk's last 20,000 steps, and the process's CPU-seconds.
+// It reports the E-steps, −ℓ/T of the model trained in millionths of a nat (over the
+// whole walk, through its confusion matrix without the beam), the state→place and
+// place→state purities of its decoding of the walk's last 20,000 steps, and the
+// process's CPU-seconds.
 func BenchmarkEMRound(b *testing.B) {
 	prob := newRoundProblem(b, 300000)
 	workers := runtime.GOMAXPROCS(0)
@@ -143,7 +144,7 @@ func BenchmarkEMRound(b *testing.B) {
 			}
 			sp, ps := prob.purities(b, m, h.Confusion)
 			b.ReportMetric(float64(len(h.LogLik)), "E-steps")
-			b.ReportMetric(lls[0]/float64(len(prob.seq.Obs)), "ℓ/T")
+			b.ReportMetric(-1e6*lls[0]/float64(len(prob.seq.Obs)), "−ℓ/T-µnats")
 			b.ReportMetric(sp, "state→place")
 			b.ReportMetric(ps, "place→state")
 			b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
