@@ -142,8 +142,8 @@ func Kernels() string {
 
 // clearUpper clears the vector registers' upper halves (VZEROUPPER) where the CPU has
 // AVX. Loops of math.Exp and math.Log (legacy SSE) call it once per row: in this build
-// the halves can be left dirty outside the kernels (a goroutine preempted and resumed),
-// and scalar code then runs many times slower until they are cleared.
+// the halves can be dirty when such a loop starts, even one that follows no kernel, and
+// scalar code then runs many times slower until they are cleared.
 func clearUpper() {
 	if hasAVX {
 		archsimd.ClearAVXUpperBits()
