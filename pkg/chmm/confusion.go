@@ -241,7 +241,13 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 // and the posterior of the true token, γ_t(k) = Σ_{i ∈ clones(k)} α̂_t(i) β̂_t(i),
 // is added to acc.conf[k][o_t].
 func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok bool) {
-	ll, step, ok := p.forwardConf(seq, p.pi, w)
+	return p.expectConfFrom(seq, nil, w, acc)
+}
+
+// expectConfFrom is expectConf on one segment of a sequence whose ends e carries
+// (segments.go; nil: a whole sequence, as expectConf).
+func (p *params) expectConfFrom(seq Sequence, e *segEnds, w *fbWork, acc *accum) (step int, ok bool) {
+	ll, step, ok := p.forwardConf(seq, e.initial(p), w)
 	if !ok {
 		return step, false
 	}
@@ -249,14 +255,20 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 	kk := len(p.size)
 	last := len(obs) - 1
 	b := w.beta[:p.active[obs[last]]]
-	for j := range b {
-		b[j] = 1
-	}
 	al := w.alpha[w.off[last]:w.off[last+1]]
-	for _, c := range p.cands[obs[last]] {
-		f := p.first[c.k]
-		for i, v := range al[c.off : c.off+p.size[c.k]] {
-			acc.last[f+i] += v
+	tail := e.more()
+	if tail {
+		ll -= math.Log(w.scale[last])
+		e.startBeta(p, obs[last], b, al)
+	} else {
+		for j := range b {
+			b[j] = 1
+		}
+		for _, c := range p.cands[obs[last]] {
+			f := p.first[c.k]
+			for i, v := range al[c.off : c.off+p.size[c.k]] {
+				acc.last[f+i] += v
+			}
 		}
 	}
 	addConf := func(t int, beta []float64) {
@@ -279,7 +291,9 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 		w.counts.terms = w.counts.terms[:0]
 	}
 	for t := last - 1; t >= 0; t-- {
-		addConf(t+1, b)
+		if t+1 < last || !tail {
+			addConf(t+1, b)
+		}
 		inv := 1 / w.scale[t+1]
 		for _, c := range p.cands[obs[t+1]] {
 			f := c.w * inv
@@ -324,16 +338,19 @@ func (p *params) expectConf(seq Sequence, w *fbWork, acc *accum) (step int, ok b
 		w.counts.add(p, w.alpha, w.betaAll, acc.counts)
 	}
 	addConf(0, b)
-	a1 := w.alpha[w.off[0]:w.off[1]]
-	for _, c := range p.cands[obs[0]] {
-		f := p.first[c.k]
-		for i, v := range a1[c.off : c.off+p.size[c.k]] {
-			acc.gamma1[f+i] += v * b[c.off+i]
+	if e.isStart() {
+		a1 := w.alpha[w.off[0]:w.off[1]]
+		for _, c := range p.cands[obs[0]] {
+			f := p.first[c.k]
+			for i, v := range a1[c.off : c.off+p.size[c.k]] {
+				acc.gamma1[f+i] += v * b[c.off+i]
+			}
 		}
+		acc.seqs++
 	}
+	e.keep(p, seq, w, b)
 	acc.ll += ll
-	acc.steps += len(obs)
-	acc.seqs++
+	acc.steps += e.steps(len(obs))
 	return 0, true
 }
 

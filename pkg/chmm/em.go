@@ -1,6 +1,7 @@
 package chmm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -59,6 +60,29 @@ type EMConfig struct {
 	// this share of the forward pass's filtered mass (see confusion.go); 0 keeps
 	// them all. Must be in [0, 0.5).
 	ConfusionBeam float64
+	// Segments, if above 1, cuts the sequences into about that many segments (a
+	// sequence into a share proportional to its length, none under 1000 steps) whose
+	// forward–backward passes run in parallel on Workers goroutines, each starting
+	// from the messages its neighbours ended with at the E-step before (segments.go):
+	// the E-step's ℓ and counts are those of whole sequences once the messages have
+	// settled, and at a fixed point of EM; History's ℓ/T are the segments' sums. 0 or 1:
+	// whole sequences, in parallel over sequences (one hard-token sequence: its forward
+	// and backward passes side by side).
+	Segments int
+	// Accelerate runs SQUAREM over the soft phase's EM steps (accel.go): after every two
+	// EM steps a jump along them, kept only where EM's penalised objective does not
+	// fall. An iteration is still one E-step. false: plain EM.
+	Accelerate bool
+	// StopGain, if above 0, also ends the soft phase where Tol is checked (every
+	// iteration of plain EM, the start of every SQUAREM cycle) once StopWindow E-steps
+	// or more have passed since the start, the last split and the last check at which
+	// EM's penalised objective per step (ℓ + Pseudocount Σ log T, + Pseudocount Σ log π̄
+	// when π is learned, over the steps) had gained StopGain per E-step or more since
+	// the check before (GainWatch). It ends as Tol does (a split where SplitRounds
+	// allow, else "converged"). 0: Tol's stop alone.
+	StopGain   float64
+	StopWindow int // 0: 30
+
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
@@ -97,6 +121,11 @@ type EMState struct {
 	PrevLL            float64
 	Splits, LastSplit int
 	SplitRNG          []byte
+	// Under Segments: the messages carried into each segment (segments.go; nil
+	// entries where none). Under Accelerate: SQUAREM's state.
+	SegAlpha, SegBeta [][]float64
+	Accel             *AccelState
+	Watch             *GainWatch // under StopGain: its state
 }
 
 // checkSaved says whether a saved training's model sm and history h can stand in for
@@ -144,6 +173,28 @@ func (s *EMState) check(m *Model, conf [][]float64) error {
 	return nil
 }
 
+// restore sets the segments' messages and SQUAREM's state from s (seg and ac nil where
+// this training has none), for the model m and confusion matrix conf it resumes.
+func (s *EMState) restore(seg *segmenter, ac *accel, m *Model, conf [][]float64) error {
+	if (seg == nil) != (s.SegAlpha == nil) || (ac == nil) != (s.Accel == nil) {
+		return fmt.Errorf("state with segments %v and acceleration %v, this training %v and %v",
+			s.SegAlpha != nil, s.Accel != nil, seg != nil, ac != nil)
+	}
+	if seg != nil {
+		if err := seg.setMessages(s.SegAlpha, s.SegBeta, m.N()); err != nil {
+			return err
+		}
+	}
+	if ac != nil {
+		return ac.set(s.Accel, len(ac.flatten(m, conf, nil)))
+	}
+	return nil
+}
+
+// DefaultStopGain is a StopGain for a map trained on long walks: a gain of one nat per
+// million steps per E-step.
+const DefaultStopGain = 1e-6
+
 // DefaultEMConfig returns the original CSCG's settings for rooms: pseudocount
 // 2e-3, π fixed, stop at the first non-increase, up to 1000 soft iterations,
 // then up to 100 Viterbi iterations. (Learning π from a few episodes puts
@@ -170,6 +221,9 @@ func DefaultEMConfig() EMConfig {
 // or after MaxIters M-steps. With p = 0 the log-likelihood never decreases;
 // with p > 0 EM climbs the penalised objective ℓ + p Σ log T (+ p Σ log π̄).
 //
+// EMConfig's Segments, Accelerate and StopGain change the soft phase's E-step, its
+// steps and its stop as they say; the fixed points stay EM's.
+//
 // Then Viterbi EM: decode every sequence, set T ∝ counts of the decoded
 // transitions (pseudocount 0, exact zeros; rows not used by any path keep
 // their values), until the paths' probability stops increasing or
@@ -186,6 +240,12 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	}
 	if math.IsNaN(cfg.Tol) {
 		return nil, fmt.Errorf("chmm: TrainEM: Tol is NaN")
+	}
+	if cfg.Segments < 0 {
+		return nil, fmt.Errorf("chmm: TrainEM: Segments %d, want 0 (whole sequences) or more", cfg.Segments)
+	}
+	if !(cfg.StopGain >= 0 && cfg.StopGain < math.Inf(1)) || cfg.StopWindow < 0 {
+		return nil, fmt.Errorf("chmm: TrainEM: StopGain %v and StopWindow %d, want a finite StopGain >= 0 and StopWindow >= 0", cfg.StopGain, cfg.StopWindow)
 	}
 	var conf, prevConf [][]float64
 	if cfg.Confusion != nil {
@@ -237,7 +297,24 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 
 	if maxIters > 0 {
 		p := newP()
-		es := newEstepper(p, cfg.Workers, len(seqs))
+		var es eStepper = newEstepper(p, cfg.Workers, len(seqs))
+		var seg *segmenter
+		if cfg.Segments > 1 {
+			seg = newSegmenter(p, seqs, cfg.Segments, cfg.Workers)
+			es = seg
+		}
+		var ac *accel
+		if cfg.Accelerate {
+			ac = newAccel(!cfg.FixedPi, cfg.LearnConfusion)
+		}
+		stopWindow := cfg.StopWindow
+		if stopWindow == 0 {
+			stopWindow = 30
+		}
+		var watch *GainWatch
+		if cfg.StopGain > 0 {
+			watch = newGainWatch(0)
+		}
 		rep := newReporter(cfg.Progress, cfg.ProgressEvery, "em", maxIters)
 		prevTheta := make([]float64, len(m.ThetaLogits))
 		prevPi := make([]float64, len(m.PiLogits))
@@ -264,7 +341,24 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			if err := splitSrc.UnmarshalBinary(st.SplitRNG); err != nil {
 				return nil, fmt.Errorf("chmm: TrainEM: resuming: %w", err)
 			}
+			if err := st.restore(seg, ac, m, conf); err != nil {
+				return nil, fmt.Errorf("chmm: TrainEM: resuming: %w", err)
+			}
+			if (watch == nil) != (st.Watch == nil) {
+				return nil, fmt.Errorf("chmm: TrainEM: resuming: state with StopGain's average %v, this training %v", st.Watch != nil, watch != nil)
+			}
+			if watch != nil {
+				*watch = *st.Watch
+			}
 			rep.resumed(first, h.LogLik)
+		}
+		mstepFn := func(acc *accum) func() {
+			return func() {
+				mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi)
+				if cfg.LearnConfusion {
+					confusionStep(conf, acc)
+				}
+			}
 		}
 		saved := time.Now()
 		for it := first; ; it++ {
@@ -277,6 +371,16 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				s := &EMState{Iter: it, Model: m.Clone(), Confusion: cloneRows(conf), Seconds: time.Since(start).Seconds(),
 					History: h.clone(), PrevTheta: slices.Clone(prevTheta), PrevPi: slices.Clone(prevPi),
 					PrevConf: cloneRows(prevConf), PrevLL: prevLL, Splits: splits, LastSplit: lastSplit}
+				if seg != nil {
+					s.SegAlpha, s.SegBeta = seg.messages()
+				}
+				if ac != nil {
+					s.Accel = ac.state()
+				}
+				if watch != nil {
+					w := *watch
+					s.Watch = &w
+				}
 				var err error
 				if s.SplitRNG, err = splitSrc.MarshalBinary(); err == nil {
 					err = cfg.Save(s)
@@ -287,23 +391,49 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				saved = time.Now()
 			}
 			acc, err := es.run(p, seqs)
-			if err != nil {
+			if err != nil && !(ac.jumping() && errors.Is(err, ErrZeroProbability)) {
 				return h, fmt.Errorf("chmm: TrainEM: iteration %d: %w", it, err)
 			}
-			ll := acc.ll / fsteps
+			ll, obj := math.Inf(-1), math.Inf(-1)
+			if err == nil {
+				ll = acc.ll / fsteps
+				if ac != nil || watch != nil {
+					obj = objective(m, acc.ll, fsteps, cfg.Pseudocount, !cfg.FixedPi)
+				}
+			}
 			h.add("em", it, ll, time.Since(start).Seconds(), math.NaN())
-			if plateau := ll-prevLL < splitTol && it-lastSplit > 10; plateau && ll > prevLL && splits < cfg.SplitRounds && it < maxIters {
+			gain := ll - prevLL
+			if ac != nil { // SQUAREM checks at its cycles' starts, by the gain per E-step since the last
+				if rejected := ac.rejected(m, conf, obj); rejected || !ac.cycleStart() {
+					if it == maxIters {
+						h.Stop = "max iterations"
+						rep.report(it, ll, true)
+						break
+					}
+					rep.report(it, ll, false)
+					if !rejected {
+						ac.update(m, conf, obj, it, mstepFn(acc))
+					}
+					p = newP()
+					continue
+				}
+				gain = ac.gainPerStep(ll, prevLL, it)
+			}
+			if plateau := gain < splitTol && it-lastSplit > 10; plateau && ll > prevLL && splits < cfg.SplitRounds && it < maxIters {
 				if k, _ := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), emFreeOcc(fsteps) > 1, false, splitRng); k > 0 {
 					splits++
 					lastSplit = it
 					h.Splits = append(h.Splits, Split{Iter: it, States: k})
 					p = newP()
 					prevLL = math.Inf(-1)
+					ac.reset(it)
+					watch.reset(it)
 					rep.report(it, ll, false)
 					continue
 				}
 			}
-			if it > 0 && ll-prevLL <= cfg.Tol {
+			stalled := watch != nil && watch.check(obj, it, stopWindow, cfg.StopGain)
+			if it > 0 && (gain <= cfg.Tol || stalled) {
 				if ll < prevLL { // keep the better parameters
 					copy(m.ThetaLogits, prevTheta)
 					copy(m.PiLogits, prevPi)
@@ -322,6 +452,8 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 						h.Splits = append(h.Splits, Split{Iter: it, States: k})
 						p = newP()
 						prevLL = math.Inf(-1)
+						ac.reset(it)
+						watch.reset(it)
 						continue
 					}
 				}
@@ -341,10 +473,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			for k := range conf {
 				copy(prevConf[k], conf[k])
 			}
-			mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi)
-			if cfg.LearnConfusion {
-				confusionStep(conf, acc)
-			}
+			ac.update(m, conf, obj, it, mstepFn(acc))
 			p = newP()
 		}
 	}
@@ -362,6 +491,7 @@ func mstep(m *Model, acc *accum, pc float64, learnPi bool) {
 	n := m.N()
 	real := n - 1
 	for r := 0; r < len(m.ThetaLogits); r += n {
+		clearUpper()
 		xi := acc.counts[r : r+n]
 		tot := pc * float64(real)
 		for _, v := range xi[:real] {

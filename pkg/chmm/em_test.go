@@ -304,7 +304,8 @@ func TestTrainEMRecoversMap(t *testing.T) {
 func TestTrainEMErrors(t *testing.T) {
 	_, seqs := walkData(15, aliased3x3, 1, 20)
 	m := New(UniformClones(3, 2), 4, nil)
-	for _, cfg := range []EMConfig{{Pseudocount: -1}, {Pseudocount: math.NaN()}, {Tol: math.NaN()}} {
+	for _, cfg := range []EMConfig{{Pseudocount: -1}, {Pseudocount: math.NaN()}, {Tol: math.NaN()}, {Segments: -1},
+		{StopGain: -1e-6}, {StopGain: math.NaN()}, {StopGain: math.Inf(1)}, {StopGain: 1e-6, StopWindow: -1}} {
 		if _, err := TrainEM(m, seqs, cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}
@@ -359,6 +360,8 @@ func TestEMSplitFreesDuplicates(t *testing.T) {
 // that was not interrupted, bit for bit: with a learned confusion matrix and splitting
 // rounds, and on hard tokens with a hard phase after the soft one.
 func TestTrainEMResume(t *testing.T) {
+	defer func(v int) { minSegment = v }(minSegment)
+	minSegment = 100
 	_, noisy := walkData(23, aliased3x3, 2, 1500)
 	rng := rand.New(rand.NewPCG(23, 3))
 	for _, s := range noisy {
@@ -371,11 +374,16 @@ func TestTrainEMResume(t *testing.T) {
 	_, clean := walkData(24, aliased3x3, 2, 800)
 	conf := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
 	cases := map[string]struct {
-		seqs []Sequence
-		cfg  EMConfig
+		seqs  []Sequence
+		cfg   EMConfig
+		split bool // the training splits (the test resumes before and after)
 	}{
-		"confusion, splits": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true, SplitRounds: 3, Seed: 4, Workers: 2}},
-		"hard, viterbi":     {clean, EMConfig{MaxIters: 300, Pseudocount: 2e-3, ViterbiIters: 20, SplitRounds: 2, Seed: 5, Workers: 2}},
+		"confusion, splits": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true, SplitRounds: 3, Seed: 4, Workers: 2}, true},
+		"hard, viterbi":     {clean, EMConfig{MaxIters: 300, Pseudocount: 2e-3, ViterbiIters: 20, SplitRounds: 2, Seed: 5, Workers: 2}, true},
+		"confusion, splits, segments, accelerated, stop": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true, SplitRounds: 3,
+			Seed: 4, Workers: 2, Segments: 6, Accelerate: true, StopGain: 1e-7}, true},
+		"hard, viterbi, segments, accelerated": {noisy, EMConfig{MaxIters: 150, Tol: -1, Pseudocount: 2e-3, ViterbiIters: 20, Seed: 5,
+			Workers: 2, Segments: 5, Accelerate: true}, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -394,11 +402,15 @@ func TestTrainEMResume(t *testing.T) {
 					soft++
 				}
 			}
-			if len(saved) != soft-1 || len(h0.Splits) == 0 {
-				t.Fatalf("%d states saved over %d soft iterations, splits %v: the test needs a save before every iteration but the first, and a split",
+			if len(saved) != soft-1 || (len(h0.Splits) == 0) == tc.split {
+				t.Fatalf("%d states saved over %d soft iterations, splits %v: the test needs a save before every iteration but the first, and a split where the case says so",
 					len(saved), soft, h0.Splits)
 			}
-			for _, at := range []int{1, max(1, h0.Splits[0].Iter), h0.Splits[0].Iter + 1, len(saved)} {
+			ats := []int{1, len(saved) / 2, len(saved)}
+			if tc.split {
+				ats = append(ats, max(1, h0.Splits[0].Iter), h0.Splits[0].Iter+1)
+			}
+			for _, at := range ats {
 				c := tc.cfg
 				c.Resume = throughGob(t, saved[at-1])
 				m := start.Clone()

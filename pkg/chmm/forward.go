@@ -189,7 +189,13 @@ func (acc *accum) add(o *accum) {
 // matrices are large (groupCounts). It returns the zero-probability step when ok is
 // false.
 func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool) {
-	ll, step, ok := p.forward(seq, p.pi, w)
+	return p.expectFrom(seq, nil, w, acc)
+}
+
+// expectFrom is expect on one segment of a sequence whose ends e carries (segments.go;
+// nil: a whole sequence, as expect).
+func (p *params) expectFrom(seq Sequence, e *segEnds, w *fbWork, acc *accum) (step int, ok bool) {
+	ll, step, ok := p.forward(seq, e.initial(p), w)
 	if !ok {
 		return step, false
 	}
@@ -201,12 +207,17 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 		w.counts.terms = w.counts.terms[:0]
 	}
 	b := w.beta[:p.size[obs[last]]]
-	for j := range b {
-		b[j] = 1
-	}
-	fl := p.first[obs[last]]
-	for i, v := range w.alpha[w.off[last]:w.off[last+1]] {
-		acc.last[fl+i] += v
+	if e.more() {
+		ll -= math.Log(w.scale[last])
+		e.startBeta(p, obs[last], b, w.alpha[w.off[last]:w.off[last+1]])
+	} else {
+		for j := range b {
+			b[j] = 1
+		}
+		fl := p.first[obs[last]]
+		for i, v := range w.alpha[w.off[last]:w.off[last+1]] {
+			acc.last[fl+i] += v
+		}
 	}
 	k := len(p.size)
 	for t := last - 1; t >= 0; t-- {
@@ -231,14 +242,17 @@ func (p *params) expect(seq Sequence, w *fbWork, acc *accum) (step int, ok bool)
 	if grouped {
 		w.counts.add(p, w.alpha, w.betaAll, acc.counts)
 	}
-	a1 := w.alpha[w.off[0]:w.off[1]]
-	f := p.first[obs[0]]
-	for i, v := range a1 {
-		acc.gamma1[f+i] += v * b[i]
+	if e.isStart() {
+		a1 := w.alpha[w.off[0]:w.off[1]]
+		f := p.first[obs[0]]
+		for i, v := range a1 {
+			acc.gamma1[f+i] += v * b[i]
+		}
+		acc.seqs++
 	}
+	e.keep(p, seq, w, b)
 	acc.ll += ll
-	acc.steps += len(obs)
-	acc.seqs++
+	acc.steps += e.steps(len(obs))
 	return 0, true
 }
 

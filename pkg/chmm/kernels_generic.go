@@ -19,3 +19,6 @@ func availableKernels() []kernelSet { return []kernelSet{kernelsGo} }
 
 // Kernels says which block kernels are in use, and why.
 func Kernels() string { return "plain Go (built without GOEXPERIMENT=simd on amd64)" }
+
+// clearUpper is kernels_simd.go's; this build has no vector code to clear after.
+func clearUpper() {}

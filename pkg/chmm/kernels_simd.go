@@ -23,6 +23,7 @@ var (
 	matVec      = matVecGo
 	matVecCount = matVecCountGo
 	addCounts   = addCountsGo
+	hasAVX      = archsimd.X86.AVX()
 	hasAVX512   = archsimd.X86.AVX512()
 	hasAVX2     = archsimd.X86.AVX2() && archsimd.X86.FMA()
 	inUse       = kernelsGo
@@ -137,4 +138,14 @@ func Kernels() string {
 		return "plain Go (" + strings.Join(timed, ", ") + ")"
 	}
 	return "plain Go (neither AVX2 with FMA nor AVX-512)"
+}
+
+// clearUpper clears the vector registers' upper halves (VZEROUPPER) where the CPU has
+// AVX. Loops of math.Exp and math.Log (legacy SSE) call it once per row: in this build
+// the halves can be dirty when such a loop starts, even one that follows no kernel, and
+// scalar code then runs many times slower until they are cleared.
+func clearUpper() {
+	if hasAVX {
+		archsimd.ClearAVXUpperBits()
+	}
 }

@@ -332,6 +332,7 @@ func (m *Model) checkSeqs(seqs []Sequence) error {
 // softmaxInto writes softmax(x) into dst (len(dst) == len(x)); -Inf entries
 // give exact zeros. x must hold at least one finite entry.
 func softmaxInto(dst, x []float64) {
+	clearUpper()
 	mx := math.Inf(-1)
 	for _, v := range x {
 		if v > mx {
@@ -352,6 +353,7 @@ func softmaxInto(dst, x []float64) {
 
 // logSumExp returns log Σ exp(x), -Inf for an empty or all -Inf x.
 func logSumExp(x []float64) float64 {
+	clearUpper()
 	mx := math.Inf(-1)
 	for _, v := range x {
 		if v > mx {
