@@ -214,7 +214,7 @@ func TestPresets(t *testing.T) {
 		{"paper", "conv", []string{"eval.decode: soft in the run, hard now", "final.budget: share in the run, joint now",
 			"final.budget_doublings: 2 in the run, 0 now", "final.lr: 0.1 in the run, 0.01 now", "final.prune: 0.001 in the run, 0 now",
 			"joint.alpha_div: 1 in the run, 0.1 now", "joint.alpha_div_end: 0.03 in the run, 0 now", "joint.grad_frames: 256 in the run, 0 now",
-			"joint.iters: 1500 in the run, 2000 now", "joint.jitter: 2 in the run, 0 now", "vqvae.tau: 0.2 in the run, 1 now"}},
+			"joint.iters: 1500 in the run, 2000 now", "joint.jitter: 2 in the run, 0 now", "refine.on: true in the run, false now", "vqvae.tau: 0.2 in the run, 1 now"}},
 		{"frozen", "conv", []string{"joint.freeze_vqvae: false in the run, true now"}},
 		{"no-length-norm", "conv", []string{"joint.no_length_norm: false in the run, true now"}},
 		{"no-diversity", "conv", []string{"joint.alpha_div: 1 in the run, 0 now"}},
@@ -224,6 +224,7 @@ func TestPresets(t *testing.T) {
 		{"no-pruning", "conv", []string{"final.prune: 0.001 in the run, 0 now"}},
 		{"other-grad-frames", "conv", []string{"joint.grad_frames: 256 in the run, 0 now"}},
 		{"other-grad-frames", "mlp", []string{"joint.grad_frames: 0 in the run, 256 now"}},
+		{"no-refine", "conv", []string{"refine.on: true in the run, false now"}},
 		{"no-collapse-response", "conv", []string{"joint.collapse_level: 0.15 in the run, 0 now"}},
 		{"no-collapse-response", "mlp", []string{"joint.collapse_level: 0.25 in the run, 0 now"}},
 	} {
@@ -242,8 +243,8 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s on %s:\n got %q\nwant %q", c.preset, c.arch, d, c.want)
 		}
 	}
-	if len(Presets()) != 9 {
-		t.Errorf("%d presets, want 9 (each checked above)", len(Presets()))
+	if len(Presets()) != 10 {
+		t.Errorf("%d presets, want 10 (each checked above)", len(Presets()))
 	}
 	if _, err := LookupPreset("best"); err == nil || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("unknown preset: %v", err)

@@ -75,7 +75,7 @@ type Model struct {
 	cursor  WarmupCursor
 	tokens  []int // read-out: the token of each code (SetTokens); nil: token k is code k
 
-	trainExec, encodeExec, reconExec, latentExec *model.Exec
+	trainExec, teachExec, encodeExec, reconExec, latentExec *model.Exec
 }
 
 // New creates a model with fresh, seed-determined parameters on backend. The first
