@@ -91,8 +91,14 @@ type Refine struct {
 	// LeftOut is the visited states that joined no group, and Unlabelled their frames.
 	LeftOut    int `json:"left_out"`
 	Unlabelled int `json:"unlabelled"`
-	// Epochs are the teaching's passes over the training frames.
-	Epochs []TeachEpoch `json:"epochs,omitempty"`
+	// StartOnLabel is the share of the labelled frames on their pseudo-class under the
+	// codebook fitted to them on the finalisation's encoder's latents, where the
+	// teaching starts. Epochs are the teaching's passes over the training frames;
+	// Refitted says that the codebook was then fitted again (it put more labelled
+	// frames on their pseudo-class than the codebook as taught).
+	StartOnLabel float64      `json:"start_on_label"`
+	Epochs       []TeachEpoch `json:"epochs,omitempty"`
+	Refitted     bool         `json:"refitted,omitempty"`
 	// OnLabel is the share of the labelled frames whose new token is their
 	// pseudo-class; Relabelled the frames whose new token is not the one most frames of
 	// their old token got.

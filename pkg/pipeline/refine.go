@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -194,6 +196,9 @@ func (r *refiner) begin(fin *finalMap) error {
 		return err
 	}
 	rows, sizes := labelMeans(zs, pc.Label, len(pc.Groups))
+	rows = fitCodebook(zs, rows, pc.Label, cfg.VQVAE.Tau)
+	rec.StartOnLabel = onLabel(zs, rows, pc.Label)
+	r.say("a codebook fitted to them on the encoder's latents puts %.2f%% of the labelled frames on their pseudo-class", 100*rec.StartOnLabel)
 	vq, err := taughtModel(fin.vq, rows, sizes, cfg.Seed)
 	if err != nil {
 		return fmt.Errorf("pipeline: refinement: %w", err)
@@ -258,9 +263,10 @@ func (r *refiner) replaceModel(vq *vqvae.Model, name string) error {
 	return nil
 }
 
-// teach trains the taught encoder for the epochs left, each a checkpoint, then
-// re-seeds its codebook at the pseudo-classes' mean latents (a checkpoint too), and
-// returns it with the labels.
+// teach trains the taught encoder for the epochs left (its codebook fixed), each a
+// checkpoint, then fits the codebook to the pseudo-classes on its latents again
+// (fitCodebook) if that puts more of the labelled frames on their pseudo-class (a
+// checkpoint too), and returns it with the labels.
 func (r *refiner) teach() (*vqvae.Model, *refineLabels, error) {
 	rs, cfg := r.st.Refine, r.s.cfg
 	var labels refineLabels
@@ -289,10 +295,16 @@ func (r *refiner) teach() (*vqvae.Model, *refineLabels, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		rows, sizes := labelMeans(zs, labels.Label, rs.Record.PseudoClasses)
-		if err := vq.SetCodebook(rows, sizes); err != nil {
-			return nil, nil, err
+		_, sizes := labelMeans(zs, labels.Label, rs.Record.PseudoClasses)
+		rows := fitCodebook(zs, vq.Codebook(), labels.Label, r.s.cfg.VQVAE.Tau)
+		taught, fitted := onLabel(zs, vq.Codebook(), labels.Label), onLabel(zs, rows, labels.Label)
+		if rs.Record.Refitted = fitted > taught; rs.Record.Refitted {
+			if err := vq.SetCodebook(rows, sizes); err != nil {
+				return nil, nil, err
+			}
 		}
+		r.say("codebook: %.2f%% of the labelled frames on their pseudo-class as taught, %.2f%% fitted again: %s",
+			100*taught, 100*fitted, map[bool]string{true: "refitted", false: "kept"}[rs.Record.Refitted])
 		rs.Seeded = true
 		if err := r.replaceModel(vq, "refine-model-seeded.ckpt"); err != nil {
 			return nil, nil, err
@@ -428,6 +440,36 @@ func (r *refiner) removeStray() {
 	}
 }
 
+// onLabel returns the share of the labelled frames (label ≠ vqvae.NoTarget) whose
+// latent's nearest row of codebook is their label.
+func onLabel(zs, codebook [][]float32, label []int) float64 {
+	on, n := 0, 0
+	for i, z := range zs {
+		if label[i] == vqvae.NoTarget {
+			continue
+		}
+		n++
+		best, bestD := -1, math.Inf(1)
+		for k, e := range codebook {
+			d := 0.0
+			for j, v := range z {
+				x := float64(v - e[j])
+				d += x * x
+			}
+			if d < bestD {
+				best, bestD = k, d
+			}
+		}
+		if best == label[i] {
+			on++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(on) / float64(n)
+}
+
 // relabelStats returns the share of the labelled frames whose new token is their
 // pseudo-class, and the frames whose new token is not the one most frames of their
 // old token got.
@@ -548,4 +590,114 @@ func taughtModel(src *vqvae.Model, rows [][]float32, sizes []float64, seed uint6
 		return nil, err
 	}
 	return dst, dst.SetCodebook(rows, sizes)
+}
+
+// Constants of the codebook fit (fitCodebook).
+const (
+	fitIters = 200  // Adam steps
+	fitRate  = 0.01 // Adam's rate, times the latents' RMS
+)
+
+// fitCodebook returns rows moved to minimise the mean cross-entropy −log ρ(label) of
+// the labelled latents zs under the soft posterior ρ_k ∝ exp(−‖z − e_k‖²/τ), the
+// latents fixed: the codebook whose nearest-code read-out best gives each frame its
+// label (the means of the labels' latents are its start, not its optimum, when the
+// classes' spreads differ). Full-batch Adam, fitIters steps at fitRate times the
+// latents' RMS; the frames are shared among GOMAXPROCS goroutines.
+func fitCodebook(zs, rows [][]float32, label []int, tau float64) [][]float32 {
+	k, dim := len(rows), len(rows[0])
+	e := make([]float64, k*dim)
+	for i, r := range rows {
+		for j, v := range r {
+			e[i*dim+j] = float64(v)
+		}
+	}
+	var idx []int // the labelled frames
+	rms := 0.0
+	for i, z := range zs {
+		if label[i] == vqvae.NoTarget {
+			continue
+		}
+		idx = append(idx, i)
+		for _, v := range z {
+			rms += float64(v) * float64(v)
+		}
+	}
+	if len(idx) == 0 {
+		return rows
+	}
+	step := fitRate * math.Sqrt(rms/float64(len(idx)*dim))
+	workers := min(runtime.GOMAXPROCS(0), len(idx))
+	grads := make([][]float64, workers)
+	for w := range grads {
+		grads[w] = make([]float64, len(e))
+	}
+	m1, m2 := make([]float64, len(e)), make([]float64, len(e))
+	const b1, b2, eps = 0.9, 0.999, 1e-12
+	for it := 1; it <= fitIters; it++ {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fitGradient(grads[w], e, zs, label, idx[w*len(idx)/workers:(w+1)*len(idx)/workers], k, tau, len(idx))
+			}()
+		}
+		wg.Wait()
+		c1, c2 := 1-math.Pow(b1, float64(it)), 1-math.Pow(b2, float64(it))
+		for j := range e {
+			g := 0.0
+			for w := range workers {
+				g += grads[w][j]
+			}
+			m1[j] = b1*m1[j] + (1-b1)*g
+			m2[j] = b2*m2[j] + (1-b2)*g*g
+			e[j] -= step * (m1[j] / c1) / (math.Sqrt(m2[j]/c2) + eps)
+		}
+	}
+	out := make([][]float32, k)
+	for i := range out {
+		out[i] = make([]float32, dim)
+		for j := range out[i] {
+			out[i][j] = float32(e[i*dim+j])
+		}
+	}
+	return out
+}
+
+// fitGradient writes into grad the gradient over the frames idx (of n labelled frames
+// in all) of the mean cross-entropy of fitCodebook at the codebook e [k·D]:
+// ∂(−log ρ_y)/∂e_c = (ρ_c − δ_cy)·(2/τ)·(z − e_c).
+func fitGradient(grad, e []float64, zs [][]float32, label, idx []int, k int, tau float64, n int) {
+	clear(grad)
+	dim := len(e) / k
+	w := make([]float64, k)
+	for _, i := range idx {
+		z, y := zs[i], label[i]
+		top := math.Inf(-1)
+		for c := range k {
+			d := 0.0
+			for j, v := range z {
+				x := float64(v) - e[c*dim+j]
+				d += x * x
+			}
+			w[c] = -d / tau
+			top = max(top, w[c])
+		}
+		sum := 0.0
+		for c := range k {
+			w[c] = math.Exp(w[c] - top)
+			sum += w[c]
+		}
+		for c := range k {
+			g := w[c] / sum // ρ_c
+			if c == y {
+				g--
+			}
+			g *= 2 / tau / float64(n)
+			for j, v := range z {
+				grad[c*dim+j] += g * (float64(v) - e[c*dim+j])
+			}
+		}
+	}
 }

@@ -129,10 +129,16 @@ func TestPseudoClassStudy(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			tau := res.Config.VQVAE.Tau
+			if os.Getenv("REFINE_FIT") != "" {
+				rows = fitCodebook(zs, rows, pc.Label, tau)
+				fmt.Printf("  fitted codebook on the run's latents: %.4f of the labelled frames on their pseudo-label\n", onLabel(zs, rows, pc.Label))
+			}
 			vq, err := withCodebook(res.VQVAE, rows, res.Config.Seed)
 			if err != nil {
 				t.Fatal(err)
 			}
+			vq.SetTeachEMA(os.Getenv("REFINE_EMA") != "")
 			start := time.Now()
 			batch := 128
 			for ep := range epochs {
@@ -163,6 +169,9 @@ func TestPseudoClassStudy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			fitted := fitCodebook(zs, vq.Codebook(), pc.Label, tau)
+			fmt.Printf("  taught: %.4f of the labelled frames on their pseudo-label; re-seeded %.4f, fitted %.4f\n",
+				onLabel(zs, vq.Codebook(), pc.Label), onLabel(zs, groupMeans(zs, pc.Label, len(pc.Groups)), pc.Label), onLabel(zs, fitted, pc.Label))
 			taught := nearestRows(zs, vq.Codebook())
 			q = evaluate.ScoreTokens(taught, classes, nil)
 			agree = 0
@@ -174,6 +183,9 @@ func TestPseudoClassStudy(t *testing.T) {
 			fmt.Printf("  taught codebook: purity %.4f, perplexity %.2f, %.4f of the frames on their pseudo-label\n",
 				q.Purity, q.Perplexity, float64(agree)/float64(len(taught)))
 			rows = groupMeans(zs, pc.Label, len(pc.Groups))
+			if os.Getenv("REFINE_FIT") != "" {
+				rows = fitted
+			}
 			sizes := make([]float64, len(rows))
 			for i := range sizes {
 				sizes[i] = float64(max(pc.Frames[i], 1))
@@ -191,6 +203,7 @@ func TestPseudoClassStudy(t *testing.T) {
 			}
 			fmt.Printf("  taught, codebook at the groups' mean latents: purity %.4f, perplexity %.2f, %.4f of the frames on their pseudo-label\n",
 				q.Purity, q.Perplexity, float64(agree)/float64(len(near)))
+			fmt.Printf("  held-out token class purity: run's %.4f, taught %.4f\n", heldOutPurity(t, res, res.VQVAE), heldOutPurity(t, res, vq))
 			if os.Getenv("REFINE_REFINALISE") != "" {
 				finaliseWith(t, res, d, vq)
 			}
@@ -293,6 +306,9 @@ func debugGroups(states []int, numStates, side int, d *data, pc *PseudoClasses) 
 // also writes it).
 func finaliseWith(t *testing.T, res *Result, d *data, vq *vqvae.Model) {
 	cfg := res.Config
+	if tr := os.Getenv("REFINE_TRAINER"); tr != "" {
+		cfg = cfg.WithFinalTrainer(tr)
+	}
 	tokens, err := d.encodeAll(vq)
 	if err != nil {
 		t.Fatal(err)
@@ -337,4 +353,25 @@ func finaliseWith(t *testing.T, res *Result, d *data, vq *vqvae.Model) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// heldOutPurity is the token class purity of vq's hard tokens on res's held-out episode.
+func heldOutPurity(t *testing.T, res *Result, vq *vqvae.Model) float64 {
+	env, err := res.Config.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := NewHeldOut(res.Config, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, _, err := vq.Encode(held.Images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := make([]int, len(tokens))
+	for i, g := range held.Episode.Places {
+		classes[i] = env.Class[g]
+	}
+	return evaluate.ScoreTokens(tokens, classes, nil).Purity
 }

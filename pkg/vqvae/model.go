@@ -74,6 +74,8 @@ type Model struct {
 	history []StepRecord
 	cursor  WarmupCursor
 	tokens  []int // read-out: the token of each code (SetTokens); nil: token k is code k
+	// teachEMA makes TeachStep update the codebook by EMA (SetTeachEMA).
+	teachEMA bool
 
 	trainExec, teachExec, encodeExec, reconExec, latentExec *model.Exec
 }

@@ -35,8 +35,19 @@ func (m *Model) teachGraph(root *model.Scope, inputs []*Node) []*Node {
 	loss := Add(Add(out.Rec, MulScalar(out.Commit, c.Beta)), Mul(ConvertDType(weight, dt), ce))
 	optimizer.Adam().LearningRate(m.lr).Done().UpdateGraph(scope, g, loss)
 	counts := Usage(out.Tokens, c.K, nil, dt)
-	revived := c.UpdateCodebook(scope, out.Z, out.Tokens, nil)
+	revived := ScalarZero(g, dt)
+	if m.teachEMA {
+		revived = c.UpdateCodebook(scope, out.Z, out.Tokens, nil)
+	}
 	return []*Node{loss, out.Rec, out.Commit, Perplexity(counts), ActiveCodes(counts), counts, revived, ce, acc}
+}
+
+// SetTeachEMA sets whether TeachStep updates the codebook by EMA (false: it stays as
+// it is; the default).
+func (m *Model) SetTeachEMA(on bool) {
+	if on != m.teachEMA {
+		m.teachEMA, m.teachExec = on, nil
+	}
 }
 
 // TeachStep runs one training step on images (n images) with a target code for each
