@@ -10,7 +10,8 @@ import (
 // TestTeachStep: the cross-entropy and accuracy TeachStep reports (before its update)
 // equal those computed from Encode's soft posterior and tokens of the same images;
 // images without a target count in neither; teaching a fixed relabelling of the four
-// bar patterns makes the hard tokens follow it.
+// bar patterns onto four fixed codes makes the hard tokens follow it, the codes
+// unmoved; with SetTeachEMA the codes move.
 func TestTeachStep(t *testing.T) {
 	m, err := New(testBackend(), tinyConfig(4), 11)
 	if err != nil {
@@ -73,10 +74,23 @@ func TestTeachStep(t *testing.T) {
 		t.Errorf("no targets: CE %g, accuracy %g, %v; want 0, 0", met.CE, met.Accuracy, err)
 	}
 
+	// Four fixed codes (the codebook stays as it is by default): the images learn to
+	// land on their target's.
+	rows := [][]float32{{2, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 2}}
+	if err := m.SetCodebook(rows, []float64{1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
 	for range 300 {
 		img, lab := tinyImages(rng, 32)
 		if _, err := m.TeachStep(img, target(lab), 1); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for k, row := range m.Codebook() {
+		for j, v := range row {
+			if v != rows[k][j] {
+				t.Fatalf("code %d moved to %v with the codebook fixed", k, row)
+			}
 		}
 	}
 	img, lab = tinyImages(rng, 200)
@@ -92,6 +106,20 @@ func TestTeachStep(t *testing.T) {
 	}
 	if acc := float64(hit) / float64(len(lab)); acc < 0.95 {
 		t.Errorf("after teaching, %.3f of fresh images get their target token, want ≥ 0.95", acc)
+	}
+	// With SetTeachEMA the codebook follows the latents.
+	m.SetTeachEMA(true)
+	if _, err := m.TeachStep(img[:32*64], target(lab[:32]), 1); err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for k, row := range m.Codebook() {
+		for j, v := range row {
+			moved = moved || v != rows[k][j]
+		}
+	}
+	if !moved {
+		t.Error("SetTeachEMA(true): the codebook did not move")
 	}
 }
 
