@@ -160,7 +160,7 @@ func verdictText(v *chmm.Verdict) string {
 
 // phaseNames are the headers of the phases of a report's seconds.
 var phaseNames = map[string]string{
-	"warmup": "warm-up", "joint": "joint", "final": "finalisation", "evaluate": "evaluation",
+	"warmup": "warm-up", "joint": "joint", "final": "finalisation", "refine": "refinement", "evaluate": "evaluation",
 	"eval": "evaluation", "train": "training", "compact": "compaction",
 }
 
