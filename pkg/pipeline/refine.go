@@ -24,9 +24,9 @@ import (
 // resumed from it continues as the uninterrupted one would.
 type refineState struct {
 	Labels string // gob file of refineLabels
-	Model  string // the taught encoder's checkpoint after Epochs epochs (re-seeded with Seeded)
+	Model  string // the taught encoder's checkpoint after Epochs epochs (its codebook fitted again with Fitted)
 	Epochs int    // teaching epochs done
-	Seeded bool   // the codebook is re-seeded: the refinement's finalisation runs
+	Fitted bool   // the codebook is fitted again: the refinement's finalisation runs
 	// First is the run's record (runState.Made) as the finalisation left it: the
 	// record again if the refined map is dropped.
 	First evaluate.Training
@@ -76,10 +76,11 @@ func (r *refiner) resolved(v *chmm.Verdict, refined bool) bool {
 
 // refine is the refinement (Config.Refine): the map fin (or the run's model files when
 // fin is nil), if its label-free verdict is resolved, reads pseudo-classes from the
-// training walks; the encoder is taught them for Config.Refine.Epochs passes (each a
-// checkpoint), its codebook re-seeded at their mean latents, and the map finalised
-// again on its tokens as the finalisation does. The refined map replaces fin if its
-// verdict is resolved. It returns the map the evaluation scores.
+// training walks; a codebook is fitted to them on the encoder's latents, the encoder
+// taught them for Config.Refine.Epochs passes (each a checkpoint), the codebook fitted
+// again, and the map finalised again on the new tokens as the finalisation does. The
+// refined map replaces fin if its verdict is resolved. It returns the map the
+// evaluation scores.
 func refine(s *session, ck *checkpoint, fin *finalMap) (*finalMap, error) {
 	r := &refiner{s: s, ck: ck, st: ck.st, start: time.Now()}
 	r.removeStray()
@@ -154,7 +155,8 @@ func (r *refiner) skip(tokens int, reason string) error {
 }
 
 // begin reads the pseudo-classes from fin and starts the taught encoder: fin's
-// networks with a codebook at the pseudo-classes' mean latents. Both are saved and the
+// networks with a codebook fitted to the pseudo-classes on their latents (from the
+// pseudo-classes' mean latents). Both are saved and the
 // state's refinement committed; a map whose verdict is not resolved, or that shows
 // fewer than two pseudo-classes, is not refined (skip).
 func (r *refiner) begin(fin *finalMap) error {
@@ -277,7 +279,7 @@ func (r *refiner) teach() (*vqvae.Model, *refineLabels, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for rs.Epochs < cfg.Refine.Epochs && !rs.Seeded {
+	for rs.Epochs < cfg.Refine.Epochs && !rs.Fitted {
 		ep, err := r.epoch(vq, labels.Label, rs.Epochs)
 		if err != nil {
 			return nil, nil, err
@@ -290,7 +292,7 @@ func (r *refiner) teach() (*vqvae.Model, *refineLabels, error) {
 			return nil, nil, err
 		}
 	}
-	if !rs.Seeded {
+	if !rs.Fitted {
 		zs, err := r.s.d.latents(vq)
 		if err != nil {
 			return nil, nil, err
@@ -305,8 +307,8 @@ func (r *refiner) teach() (*vqvae.Model, *refineLabels, error) {
 		}
 		r.say("codebook: %.2f%% of the labelled frames on their pseudo-class as taught, %.2f%% fitted again: %s",
 			100*taught, 100*fitted, map[bool]string{true: "refitted", false: "kept"}[rs.Record.Refitted])
-		rs.Seeded = true
-		if err := r.replaceModel(vq, "refine-model-seeded.ckpt"); err != nil {
+		rs.Fitted = true
+		if err := r.replaceModel(vq, "refine-model-fitted.ckpt"); err != nil {
 			return nil, nil, err
 		}
 	}

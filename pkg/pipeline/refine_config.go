@@ -4,19 +4,20 @@ package pipeline
 // the encoder. The map decodes the training walks; states whose frames' mean images
 // agree within their sampling noise show one class and form one pseudo-class
 // (pseudoClasses), so every frame gets its state's pseudo-class, read from the map and
-// not from labels. The encoder is then trained to give each frame its pseudo-class as
-// its token, the codebook re-seeded at the pseudo-classes' mean latents, and the map
-// finalised again on the new tokens as the finalisation does. A map whose label-free
-// verdict is not resolved is not refined, and a refined map that is not resolved is
-// dropped for the finalisation's.
+// not from labels. A codebook of one code per pseudo-class is fitted to them on the
+// encoder's latents (fitCodebook), the encoder is trained to give each frame its
+// pseudo-class as its token (the codebook fixed), the codebook is fitted again, and the
+// map finalised again on the new tokens as the finalisation does. A map whose
+// label-free verdict is not resolved is not refined, and a refined map that is not
+// resolved is dropped for the finalisation's.
 type RefineConfig struct {
 	// On runs the refinement (true; the paper preset: false). A run directory written
 	// before it has none (false).
 	On bool `json:"on" help:"after the finalisation, let the map teach the encoder its pseudo-classes and finalise again"`
 	// Epochs is the passes over the training frames that teach the encoder
-	// (DefaultRefineEpochs), each a checkpoint; 0: the codebook is only re-seeded at the
-	// pseudo-classes' mean latents.
-	Epochs int `json:"epochs" range:"[0,100]" help:"passes over the training frames teaching the encoder (0: re-seed the codebook only)"`
+	// (DefaultRefineEpochs), each a checkpoint; 0: the codebook is only fitted to the
+	// pseudo-classes on the encoder's latents.
+	Epochs int `json:"epochs" range:"[0,100]" help:"passes over the training frames teaching the encoder (0: fit the codebook only)"`
 	// Weight is the weight of the cross-entropy −log ρ(pseudo-class) against the
 	// reconstruction (1; the joint phase's HMM term has weight λ = 1 likewise).
 	Weight float64 `json:"weight" range:"[0,1000]" help:"weight of the pseudo-class cross-entropy against reconstruction"`

@@ -117,7 +117,7 @@ func TestRefine(t *testing.T) {
 			t.Errorf("%s: files left: %v", name, left)
 		}
 	}
-	// Commits: the pseudo-classes, each epoch, the re-seeded codebook.
+	// Commits: the pseudo-classes, each epoch, the codebook fitted again.
 	for n := 1; n <= cfg.Refine.Epochs+2; n++ {
 		resume(fmt.Sprintf("stopped after commit %d", n), func(string) *hooks {
 			return &hooks{refineSaved: func(c int) error {
