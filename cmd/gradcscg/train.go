@@ -41,7 +41,7 @@ func trainFlags(o *trainOptions) *flag.FlagSet {
 	f.StringVar(&o.preset, "preset", "", "named settings over the environment's defaults: paper or an ablation ('--preset help' lists them)")
 	f.Var(&o.sets, "set", "one setting key=value, repeatable, last ('--set help' lists every key with its default and range)")
 	f.StringVar(&o.config, "config", "", "settings file (config.json format, keys may be left out) over the preset and size")
-	f.StringVar(&o.from, "from", "", "train a new finalisation in --run on the warm-up and joint phase of this run (--set final.* and eval.* only)")
+	f.StringVar(&o.from, "from", "", "train a new finalisation in --run on the warm-up and joint phase of this run (--set final.*, refine.* and eval.* only)")
 	f.StringVar(&o.run, "run", "", "run directory (default runs/<name from the settings>); an unfinished run resumes, a finished one loads")
 	f.StringVar(&o.jsonPath, "json", "", "also write the evaluation report as JSON to this path")
 	f.BoolVar(&o.reevaluate, "reevaluate", false, "re-score the finished run with the current evaluation (rewrites its report.json)")
@@ -163,7 +163,7 @@ func (o *trainOptions) check() error {
 	case o.from != "" && o.run == "":
 		return fmt.Errorf("--from %s: needs --run NEW_DIR", o.from)
 	case o.from != "":
-		return o.refuse("from", "the run's settings are its source's; change final.* and eval.* with --set",
+		return o.refuse("from", "the run's settings are its source's; change final.*, refine.* and eval.* with --set",
 			"env", "layout", "config", "preset", "size", "arch", "dataset", "seed", "reevaluate")
 	case o.reevaluate && o.run != "":
 		return o.refuse("reevaluate", "the run is re-scored with its own settings",

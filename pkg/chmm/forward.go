@@ -258,11 +258,8 @@ func (p *params) expectFrom(seq Sequence, e *segEnds, w *fbWork, acc *accum) (st
 
 // groupCountsAbove is the size of T (A·N·N entries) from which the E-step adds its
 // counts grouped by block after the backward pass (countTerms.add) instead of step by
-// step during it. BenchmarkConfusedEStep (10 tokens, one 10,000-step walk, on a
-// 2-core AMD machine): at N = 481 (925,000 entries, 7.4 MB) grouping took 0.57× the
-// time through a confusion matrix and 0.58× on hard tokens; at N = 301 (362,000
-// entries) 1.1–1.6× through a confusion matrix, and at N = 151 1.2×: a matrix that
-// stays in cache gains nothing from the second pass.
+// step during it: the second pass pays only for count matrices too large for the
+// cache (the E-step benchmarks time both sides of the threshold).
 var groupCountsAbove = 1 << 19 // a variable so that the tests can take both paths
 
 // groupCounts says whether the E-step groups its counts by block (groupCountsAbove).

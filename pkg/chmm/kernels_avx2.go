@@ -8,18 +8,15 @@ import "simd/archsimd"
 // FMA: most x86 CPUs without AVX-512). kernels_simd.go chooses them at start-up.
 //
 // The Go compiler writes scalar float64 code with legacy SSE instructions and does not
-// clear the vector registers' upper halves after 256-bit code (VZEROUPPER). On the AMD
-// machine these were written on, each switch from 256-bit code to scalar code with
-// those halves dirty cost about 100 ns: the first version, which let the scalar tails
-// and lane sums follow the vector loops directly, took 1.3–65× the plain Go time
-// (BenchmarkKernels). So each row group runs its vector part, parks the lane sums in
+// clear the vector registers' upper halves after 256-bit code (VZEROUPPER), and on
+// some CPUs each switch from 256-bit code to scalar code with those halves dirty is
+// costly. So each row group runs its vector part, parks the lane sums in
 // memory, clears the upper halves (archsimd.ClearAVXUpperBits) and only then does
 // scalar work, re-reading what it needs from memory so that no scalar is kept in a
 // register across vector code.
 
 // minAVX2Cols is the block width below which the plain Go kernels are used (the
-// 4-wide part is too short to pay for the scalar tail and the lane sums;
-// BenchmarkKernels).
+// 4-wide part is too short to pay for the scalar tail and the lane sums).
 const minAVX2Cols = 16
 
 // vecMatAVX2 is vecMatGo: dst[j] += Σ_i coef[i] M[i, j].

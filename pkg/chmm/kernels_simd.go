@@ -12,12 +12,10 @@ import (
 // Where the build has GOEXPERIMENT=simd on amd64 the block kernels of kernels.go come
 // in three sets: plain Go, 4-wide float64 fused multiply-adds (AVX2 with FMA) and
 // 8-wide ones (AVX-512). At start-up each vector set the CPU has is timed against the
-// plain Go one on a 32 × 32 block, and the widest within maxSIMDRatio of it is used:
-// on one 2-core virtual machine whose CPU reports AVX-512 every AVX-512 call cost
-// about 2 µs more (10× the plain Go time on the timing block, 2.5–3.7× on the exact
-// gradient), where elsewhere they make the exact gradient 1.5–2.5× faster
-// (BenchmarkGradientKernels). The widest acceptable set, not the fastest, so that
-// timing noise cannot make two processes on one machine round differently.
+// plain Go one on a 32 × 32 block, and the widest within maxSIMDRatio of it is used
+// (some virtual machines report AVX-512 yet charge each call far more than plain Go).
+// The widest acceptable set, not the fastest, so that timing noise cannot make two
+// processes on one machine round differently.
 var (
 	vecMat      = vecMatGo
 	matVec      = matVecGo

@@ -45,6 +45,10 @@ func headline(r *Report) (names []string, vals []float64) {
 	add := func(n string, v float64) { names, vals = append(names, n), append(vals, v) }
 	add("perplexity", r.Perplexity)
 	add("active_codes", float64(r.ActiveCodes))
+	if r.ClassesShown > 0 { // reports written before the token class metrics lack them
+		add("token_class_purity", r.TokenClassPurity)
+		add("class_perplexity", r.ClassPerplexity)
+	}
 	add("clone_purity", r.ClonePurity)
 	add("state_place_purity", r.StatePlacePurity)
 	add("represented_place_fraction", r.RepresentedPlaceFraction)

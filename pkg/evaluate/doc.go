@@ -41,6 +41,11 @@
 //     the tokens that have at least one such pair.
 //   - Codebook perplexity = exp(H(p)) with p(k) = n(k)/T the hard-token usage;
 //     active codes = #{k : n(k) > 0}.
+//   - Token class purity = Σ_k max_c n(k,c) / T, c_t the class the true place g_t
+//     shows (each token's majority class share, frame-weighted); class perplexity =
+//     exp H(class), the codebook perplexity of tokens equal to the classes (below the
+//     number of classes where they are shown unequally often, as in room). The
+//     classes are read only to score.
 //
 // Report holds all of them under the stable JSON keys of the reference format, plus
 // the verdict (Diagnosis), the read-outs and how the map was made (Training);

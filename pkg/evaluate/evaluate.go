@@ -304,6 +304,33 @@ func (r *Report) tokenStats(in Input, opt Options, m *assignment) {
 		}
 	}
 	r.Perplexity = math.Exp(clampZero(h))
+	r.classStats(in)
+}
+
+// classStats fills the token–class metrics: TokenClassPurity = Σ_k max_c n(k,c) / T
+// over the hard tokens k and the classes c of the true places, ClassPerplexity =
+// exp H(class) and ClassesShown, the distinct classes of the episode. The classes are
+// read here, to score, and nowhere else.
+func (r *Report) classStats(in Input) {
+	nkc := map[[2]int]int{} // n(k, c)
+	nc := map[int]int{}     // n(c)
+	for t, k := range in.Tokens {
+		c := in.Env.Class[in.Places[t]]
+		nkc[[2]int{k, c}]++
+		nc[c]++
+	}
+	best := make(map[int]int, in.NumTokens) // max_c n(k, c)
+	for kc, n := range nkc {
+		best[kc[0]] = max(best[kc[0]], n)
+	}
+	right := 0
+	for _, n := range best {
+		right += n
+	}
+	T := len(in.Tokens)
+	r.TokenClassPurity = float64(right) / float64(T)
+	r.ClassPerplexity = math.Exp(clampZero(entropyOf(nc, T)))
+	r.ClassesShown = len(nc)
 }
 
 // clampZero turns the tiny negative rounding residue of an entropy into 0.

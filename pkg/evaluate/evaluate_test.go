@@ -400,3 +400,41 @@ func BenchmarkEvaluate(b *testing.B) {
 		})
 	}
 }
+
+// TestTokenClassPurity: on "0 1 / 0 2" (places 0 and 2 show class 0), tokens that
+// merge classes 1 and 2 and read one class-0 frame as a third token.
+//
+//	t      0 1 2 3 4 5 6 7 8 9
+//	place  0 1 3 3 2 0 1 1 3 2
+//	class  0 1 2 2 0 0 1 1 2 0
+//	token  0 1 1 1 0 0 1 1 1 2
+//
+// n(k,c): token 0 {c0: 3}, token 1 {c1: 3, c2: 3}, token 2 {c0: 1}: purity
+// (3 + 3 + 1) / 10; classes 0, 1, 2 shown 4, 3, 3 times.
+func TestTokenClassPurity(t *testing.T) {
+	env, err := gridworld.ParseLayout("merged", strings.NewReader("0 1\n0 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := perfectInput(t, env, 2, 1)
+	in.Places = []int{0, 1, 3, 3, 2, 0, 1, 1, 3, 2}
+	in.States = slices.Clone(in.Places)
+	in.Tokens = []int{0, 1, 1, 1, 0, 0, 1, 1, 1, 2}
+	in.NumTokens = 3
+	r := mustEval(t, in, DefaultOptions())
+	if want := 0.7; !near(r.TokenClassPurity, want) {
+		t.Errorf("token class purity %.15g, want %g", r.TokenClassPurity, want)
+	}
+	if want := math.Exp(-(0.4*math.Log(0.4) + 0.6*math.Log(0.3))); !near(r.ClassPerplexity, want) {
+		t.Errorf("class perplexity %.15g, want %.15g", r.ClassPerplexity, want)
+	}
+	if r.ClassesShown != 3 {
+		t.Errorf("classes shown %d, want 3", r.ClassesShown)
+	}
+	// Tokens equal to the classes: purity 1 and perplexity = class perplexity.
+	in.Tokens = []int{0, 1, 2, 2, 0, 0, 1, 1, 2, 0}
+	r = mustEval(t, in, DefaultOptions())
+	if !near(r.TokenClassPurity, 1) || !near(r.Perplexity, r.ClassPerplexity) {
+		t.Errorf("tokens = classes: purity %.15g, perplexity %.15g vs class perplexity %.15g", r.TokenClassPurity, r.Perplexity, r.ClassPerplexity)
+	}
+}

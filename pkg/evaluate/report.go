@@ -88,6 +88,15 @@ type Report struct {
 	TokensPerPlaceMax  int               `json:"tokens_per_place_max"`
 	PlacesPerTokenMean float64           `json:"places_per_token_mean"`
 	PlacesPerTokenMax  int               `json:"places_per_token_max"`
+	// TokenClassPurity is the held-out frames' share whose hard token's majority class
+	// is their own (each token's majority class share, frame-weighted: Σ_k max_c
+	// n(k,c) / T, c the class the true place shows); ClassPerplexity is exp H(class),
+	// the perplexity that tokens equal to the classes would have, and ClassesShown the
+	// classes the episode shows. Labels score them only. 0 in reports written before
+	// them (Reevaluate adds them).
+	TokenClassPurity float64 `json:"token_class_purity,omitempty"`
+	ClassPerplexity  float64 `json:"class_perplexity,omitempty"`
+	ClassesShown     int     `json:"classes_shown,omitempty"`
 	// StatePlace is χ(s) per state, -1 for states the path never visits.
 	StatePlace []int `json:"state_place"`
 	// ViterbiEdges are the learned edges of ViterbiMap (sorted pairs a < b).
@@ -220,6 +229,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row(fmt.Sprintf("projected map @ eta=%g", s.Threshold), "%s", score(s.EdgeScore))
 	}
 	row("action accuracy", "%.4f (coverage %.4f)", r.ActionAccuracy, r.ActionCoverage)
+	if r.ClassesShown > 0 {
+		row("token class purity", "%.4f (%d classes shown, class perplexity %.3f)", r.TokenClassPurity, r.ClassesShown, r.ClassPerplexity)
+	}
 	row("H(token|place)", "%.4f nats", r.HTokenGivenPlace)
 	row("H(place|token)", "%.4f nats", r.HPlaceGivenToken)
 	row("tokens per place", "mean %.2f, max %d", r.TokensPerPlaceMean, r.TokensPerPlaceMax)

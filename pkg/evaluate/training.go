@@ -63,6 +63,60 @@ type Training struct {
 	Runs []TrainerRun `json:"runs,omitempty"`
 	// Joint is the joint phase of a map learned from pixels; nil otherwise.
 	Joint *Joint `json:"joint,omitempty"`
+	// Refine is the refinement of a map learned from pixels (pipeline.RefineConfig);
+	// nil when it did not run.
+	Refine *Refine `json:"refine,omitempty"`
+}
+
+// Refine is the record of a refinement (pipeline.RefineConfig): the pseudo-classes
+// the map read from the training walks, the encoder's teaching and its outcome. All
+// of it is measured without labels but Entropy.
+type Refine struct {
+	// Skipped says why the map was not refined ("" when it was).
+	Skipped string `json:"skipped,omitempty"`
+	// Reverted says why the refined map was dropped for the finalisation's ("" when it
+	// was kept, or not made).
+	Reverted string `json:"reverted,omitempty"`
+	// Tokens is the finalisation's map's tokens; PseudoClasses the groups of its states
+	// that show one class each, and Frames the training frames of each.
+	Tokens        int   `json:"tokens"`
+	PseudoClasses int   `json:"pseudo_classes"`
+	Frames        []int `json:"frames,omitempty"`
+	// Seeded is the fewest frames of a state that started a group; Merged the largest
+	// distance (squared distance of mean images over their sampling noise) at which two
+	// groups were merged, Apart the smallest between the groups kept (0 with one).
+	Seeded int     `json:"seeded"`
+	Merged float64 `json:"merged"`
+	Apart  float64 `json:"apart"`
+	// LeftOut is the visited states that joined no group, and Unlabelled their frames.
+	LeftOut    int `json:"left_out"`
+	Unlabelled int `json:"unlabelled"`
+	// StartOnLabel is the share of the labelled frames on their pseudo-class under the
+	// codebook fitted to them on the finalisation's encoder's latents, where the
+	// teaching starts. Epochs are the teaching's passes over the training frames;
+	// Refitted says that the codebook was then fitted again (it put more labelled
+	// frames on their pseudo-class than the codebook as taught).
+	StartOnLabel float64      `json:"start_on_label"`
+	Epochs       []TeachEpoch `json:"epochs,omitempty"`
+	Refitted     bool         `json:"refitted,omitempty"`
+	// OnLabel is the share of the labelled frames whose new token is their
+	// pseudo-class; Relabelled the frames whose new token is not the one most frames of
+	// their old token got.
+	OnLabel    float64 `json:"on_label"`
+	Relabelled int     `json:"relabelled"`
+	// Entropy measures the new tokens of the training frames against their places and
+	// classes (labels used for this measurement only).
+	Entropy TokenEntropies `json:"entropy"`
+}
+
+// TeachEpoch is one pass of the refinement's teaching: the means over its steps of the
+// reconstruction loss, the pseudo-class cross-entropy and the share of labelled frames
+// whose token is their pseudo-class, and its seconds.
+type TeachEpoch struct {
+	Rec      float64 `json:"rec"`
+	CE       float64 `json:"ce"`
+	Accuracy float64 `json:"accuracy"`
+	Seconds  float64 `json:"seconds"`
 }
 
 // BudgetRound is one training of a symbolic budget grown by splitting and what
@@ -383,6 +437,19 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 			from = ", taken over from " + j.From
 		}
 		row("joint phase", "%s, %d iterations, %s%s", orDash(j.Arch), j.Iters, guard, from)
+	}
+	if r := t.Refine; r != nil {
+		switch {
+		case r.Skipped != "":
+			row("refinement", "skipped: %s", r.Skipped)
+		default:
+			text := fmt.Sprintf("%d pseudo-classes from the map's %d tokens (%d frames unlabelled), %d teaching epoch(s), %.1f%% of the labelled frames on their pseudo-class, %d frames relabelled",
+				r.PseudoClasses, r.Tokens, r.Unlabelled, len(r.Epochs), 100*r.OnLabel, r.Relabelled)
+			if r.Reverted != "" {
+				text += "; the refined map was dropped: " + r.Reverted
+			}
+			row("refinement", "%s", text)
+		}
 	}
 }
 

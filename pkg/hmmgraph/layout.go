@@ -123,7 +123,7 @@ func floorLogProb(dt dtypes.DType) float64 {
 // HardLogEmissions builds log B_{j,o_t} [B, T, N] (0 where ω(j) = o_t, else -Inf; the sink is
 // always -Inf) directly from tokens [B, T] (any integer dtype), paper Sec. 3.3. It differs from
 // StateLogEmissions(HardLogRho(tokens, K)) only in holding -Inf instead of floorLogProb, and gives
-// bit-identical likelihoods and gradients (TestOneHotSoftEqualsHard). Token values at padded
+// bit-identical likelihoods and gradients. Token values at padded
 // steps are irrelevant; an out-of-range token gives an all -Inf row (ℓ = -Inf or NaN).
 func (l Layout) HardLogEmissions(tokens *Node, dtype dtypes.DType) *Node {
 	if tokens.Rank() != 2 || !tokens.DType().IsInt() {

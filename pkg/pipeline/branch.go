@@ -17,13 +17,14 @@ type Branched struct {
 	From string // the source run directory (absolute path)
 }
 
-// withFinalisationOf returns a with the settings that only the finalisation and the
-// evaluation read taken from b: final.* and eval.*. final.lr, final.entropy,
+// withFinalisationOf returns a with the settings that only the finalisation, the
+// refinement and the evaluation read taken from b: final.*, refine.* and eval.*.
+// final.lr, final.entropy,
 // final.patience and final.tol are the pre-training's settings too
 // (joint.pretrain_iters), so they stay a's when a pre-trains.
 func withFinalisationOf(a, b Config) Config {
 	pre := a.Final
-	a.Final, a.Eval = b.Final, b.Eval
+	a.Final, a.Refine, a.Eval = b.Final, b.Refine, b.Eval
 	if a.Joint.PretrainIters > 0 {
 		a.Final.LR, a.Final.Entropy, a.Final.Patience, a.Final.Tol = pre.LR, pre.Entropy, pre.Patience, pre.Tol
 	}
@@ -33,9 +34,10 @@ func withFinalisationOf(a, b Config) Config {
 
 // Branch starts the run directory dst from the warm-up and joint phase of the finished
 // or finalising run in src, for cfg: a configuration that differs from src's only in
-// what the finalisation and the evaluation read (final.* and eval.*; not final.lr,
-// final.entropy, final.patience and final.tol of a run that pre-trains). Run(dst, cfg) then trains the finalisation as a run of cfg
-// from scratch would: the phases before it read none of those fields.
+// what the finalisation, the refinement and the evaluation read (final.*, refine.* and
+// eval.*; not final.lr, final.entropy, final.patience and final.tol of a run that
+// pre-trains). Run(dst, cfg) then trains the finalisation as a run of cfg from scratch
+// would: the phases before it read none of those fields.
 //
 // dst gets cfg's config.json, src's warm-up and joint checkpoints (checked against
 // src's digests), and src's state as it stood when its joint phase ended: the history,
@@ -85,7 +87,7 @@ func Branch(dst, src string, cfg Config) error {
 		return err
 	}
 	switch old.Phase {
-	case PhaseFinal, PhaseEval, PhaseDone:
+	case PhaseFinal, PhaseRefine, PhaseEval, PhaseDone:
 	default:
 		return fmt.Errorf("pipeline: branch: %s has not finished its joint phase (phase %s, joint iteration %d): finish it first with its own settings (train --run %s)",
 			src, old.Phase, old.JointIter, src)
@@ -95,7 +97,7 @@ func Branch(dst, src string, cfg Config) error {
 		return err
 	}
 	if bad := diffFields(withFinalisationOf(oldCfg, cfg), cfg); len(bad) > 0 {
-		return fmt.Errorf("pipeline: branch: %s's warm-up and joint phase were trained with other settings than those given:\n  %s\na branch may change only what the finalisation and the evaluation read (final.*, eval.*)",
+		return fmt.Errorf("pipeline: branch: %s's warm-up and joint phase were trained with other settings than those given:\n  %s\na branch may change only what the finalisation, the refinement and the evaluation read (final.*, refine.*, eval.*)",
 			src, strings.Join(bad, "\n  "))
 	}
 
@@ -149,14 +151,15 @@ func jointEnd(st *runState) (*runState, error) {
 		return nil, fmt.Errorf("pipeline: state: %w", err)
 	}
 	c.Phase, c.Identity = PhaseFinal, ""
-	c.FinalEM, c.FinalGrad, c.TokensMerged = nil, nil, nil
+	c.FinalEM, c.FinalGrad, c.TokensMerged, c.Refine = nil, nil, nil, nil
 	c.History = c.History[:0]
 	for _, rec := range st.History {
-		if rec.Phase != PhaseFinal && rec.Phase != PhaseEval {
+		if rec.Phase != PhaseFinal && rec.Phase != PhaseRefine && rec.Phase != PhaseEval {
 			c.History = append(c.History, rec)
 		}
 	}
 	delete(c.Seconds, PhaseFinal)
+	delete(c.Seconds, PhaseRefine)
 	delete(c.Seconds, PhaseEval)
 	// Made: the joint phase's record and the pre-training's run, as the phases before
 	// the finalisation left them.

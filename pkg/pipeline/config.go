@@ -104,6 +104,7 @@ type Config struct {
 	Warmup WarmupConfig `json:"warmup"`
 	Joint  JointConfig  `json:"joint"`
 	Final  FinalConfig  `json:"final"`
+	Refine RefineConfig `json:"refine"`
 	Eval   EvalConfig   `json:"eval"`
 
 	// StopAfterJoint, if > 0, stops the run (as if interrupted) after that many joint
@@ -372,6 +373,7 @@ func GenericConfig(e *gridworld.Env) Config {
 		Warmup: DefaultWarmup(),
 		Joint:  DefaultJoint(string(v.Arch), clones, budget),
 		Final:  DefaultFinal(2 * d.ClonesPerClass),
+		Refine: DefaultRefine(),
 		Eval:   EvalConfig{Steps: d.Steps, Decode: DecodeSoft},
 	}
 }

@@ -149,6 +149,8 @@ func (c Config) Validate() error {
 		"final.merge_tokens=%g with vqvae.k=%d: need k ≤ %d (the merge costs k⁴ steps)", f.MergeTokens, c.VQVAE.K, maxMergeCodes)
 	add(f.MergeTokens == 0 || f.Trainer == FinalEM || f.Budget == BudgetShare, "final.merge_tokens",
 		"final.merge_tokens=%g with final.budget=%s: need %s (the joint phase's HMM has the unmerged tokens)", f.MergeTokens, f.Budget, BudgetShare)
+	add(!c.Refine.On || f.Trainer == FinalEM || f.Budget == BudgetShare, "refine.on",
+		"refine.on=true with final.budget=%s: need %s (the joint phase's HMM has the unrefined tokens)", f.Budget, BudgetShare)
 	add(f.Clones >= 1 || f.Budget != BudgetShare, "final.clones", "final.clones=%d: need at least 1 with final.budget=%s", f.Clones, BudgetShare)
 	add(f.Trainer != FinalEM || f.Iters >= 1, "final.iters", "final.iters=%d: need at least 1 with final.trainer=%s", f.Iters, FinalEM)
 	add(c.VQVAE.Side%4 == 0, "vqvae.side", "vqvae.side=%d: need a multiple of 4", c.VQVAE.Side)

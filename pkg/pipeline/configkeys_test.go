@@ -224,6 +224,7 @@ func TestPresets(t *testing.T) {
 		{"no-pruning", "conv", []string{"final.prune: 0.001 in the run, 0 now"}},
 		{"other-grad-frames", "conv", []string{"joint.grad_frames: 256 in the run, 0 now"}},
 		{"other-grad-frames", "mlp", []string{"joint.grad_frames: 0 in the run, 256 now"}},
+		{"refine", "conv", []string{"refine.on: false in the run, true now"}},
 		{"no-collapse-response", "conv", []string{"joint.collapse_level: 0.15 in the run, 0 now"}},
 		{"no-collapse-response", "mlp", []string{"joint.collapse_level: 0.25 in the run, 0 now"}},
 	} {
@@ -242,8 +243,8 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s on %s:\n got %q\nwant %q", c.preset, c.arch, d, c.want)
 		}
 	}
-	if len(Presets()) != 9 {
-		t.Errorf("%d presets, want 9 (each checked above)", len(Presets()))
+	if len(Presets()) != 10 {
+		t.Errorf("%d presets, want 10 (each checked above)", len(Presets()))
 	}
 	if _, err := LookupPreset("best"); err == nil || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("unknown preset: %v", err)

@@ -25,7 +25,8 @@ import (
 // A key the format does not have is an error naming its line. A user's file (ReadConfig,
 // ConfigText.Onto) may leave keys out: they keep the base's values. A run directory's
 // own config.json (readRunConfig) must have every key of its version but those that
-// version's writers left out (runConfigAbsent), and is never rewritten.
+// version's writers left out (runConfigAbsent; in version 2, refine.*, written before
+// the refinement existed: absent, it is off), and is never rewritten.
 
 // v1Keys maps every key of a version-1 file to its key now.
 var v1Keys = map[string]string{
@@ -222,7 +223,7 @@ func (t *ConfigText) fromV2(raw []byte, lines map[string]int, strict bool) error
 		}
 	}
 	for _, k := range keys() {
-		if _, ok := lines[k.Path]; strict && !ok && k.Path != "preset" {
+		if _, ok := lines[k.Path]; strict && !ok && k.Path != "preset" && !strings.HasPrefix(k.Path, "refine.") {
 			return fmt.Errorf("pipeline: %s lacks key %s: not a run's configuration, or damaged", t.Path, k.Path)
 		}
 	}
@@ -338,6 +339,7 @@ func parseRunConfig(raw []byte, path string) (Config, error) {
 	if t.Version == 1 {
 		base = runConfigLegacy
 	}
+	base.Refine = DefaultRefine() // absent (written before the refinement): off
 	return t.Onto(base)
 }
 

@@ -28,7 +28,8 @@ var wantV1 = Config{Version: 2, Env: "aliased", Dataset: "mnist", Seed: 1,
 		MaxInterventions: 4, CheckpointEvery: 50},
 	Final: FinalConfig{Trainer: "gradient", SplitRounds: 12, Budget: "share", Clones: 10, Iters: 500, LR: 0.1, Entropy: 1e-3,
 		Patience: 100, Tol: 1e-3, PlateauSplits: 5, ChunkAbove: 1e8, Prune: 0.002, PruneIters: 300, BudgetDoublings: 2},
-	Eval: EvalConfig{Steps: 5000, Decode: "soft"},
+	Refine: RefineConfig{Epochs: DefaultRefineEpochs, Weight: 1},
+	Eval:   EvalConfig{Steps: 5000, Decode: "soft"},
 }
 
 // wantFlatVQ is config_v1_flatvq.json read as a run's own file: the VQ-VAE's side,
@@ -44,7 +45,8 @@ var wantFlatVQ = Config{Version: 2, Env: "two_rooms", Dataset: "fashion", Seed: 
 		CollapseLevel: 0.25, MaxInterventions: 4, CheckpointEvery: 50},
 	Final: FinalConfig{Trainer: "gradient", Budget: "share", Clones: 30, Iters: 1000, LR: 0.1, Entropy: 1e-3,
 		Patience: 100, Tol: 1e-3, PlateauSplits: 5, Prune: 0.001, PruneIters: 300},
-	Eval: EvalConfig{Steps: 10000, Decode: "soft"},
+	Refine: RefineConfig{Epochs: DefaultRefineEpochs, Weight: 1},
+	Eval:   EvalConfig{Steps: 10000, Decode: "soft"},
 }
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -57,15 +59,16 @@ func readTestdata(t *testing.T, name string) []byte {
 }
 
 // TestReadV1: version-1 files read as the values written out above, as a run's own
-// file and as a user's; the run of config_v1.json is today's CI-sized aliased, so it
-// resumes under today's flags; a user's flat-VQ-VAE file gets the defaults the
-// previous version filled in.
+// file and as a user's; the run of config_v1.json is today's CI-sized aliased (its
+// missing refinement read as the default, off); a user's flat-VQ-VAE file gets the
+// defaults the previous version filled in.
 func TestReadV1(t *testing.T) {
 	got, err := parseRunConfig(readTestdata(t, "config_v1.json"), "config_v1.json")
 	if err != nil || !reflect.DeepEqual(got, wantV1) {
 		t.Errorf("config_v1.json: %v\n got %+v\nwant %+v", err, got, wantV1)
 	}
-	if ci := CISized(mustDefault(t, "aliased")); !reflect.DeepEqual(ci, wantV1) {
+	ci := CISized(mustDefault(t, "aliased"))
+	if !reflect.DeepEqual(ci, wantV1) {
 		t.Errorf("CISized(aliased) %+v, want the old run's %+v", ci, wantV1)
 	}
 	got, err = parseRunConfig(readTestdata(t, "config_v1_flatvq.json"), "config_v1_flatvq.json")
@@ -78,6 +81,7 @@ func TestReadV1(t *testing.T) {
 	}
 	want := wantFlatVQ
 	want.Final.SplitRounds, want.Final.BudgetDoublings, want.Final.ChunkAbove = 12, 2, 1e8
+	want.Refine = DefaultRefine() // a user's file gets today's defaults for what it lacks
 	if !reflect.DeepEqual(user, want) {
 		t.Errorf("config_v1_flatvq.json as a user's: %v", diffFields(user, want))
 	}
@@ -154,5 +158,40 @@ func v1Flat(c Config) map[string]any {
 		"final_patience": f.Patience, "final_tol": f.Tol, "final_splits": f.PlateauSplits, "final_doublings": f.SplitRounds,
 		"final_grow": f.BudgetDoublings, "final_chunk_above": f.ChunkAbove, "final_prune": f.Prune,
 		"final_prune_iters": f.PruneIters,
+	}
+}
+
+// TestReadV2WithoutRefine: a run's version-2 config.json written before the refinement
+// existed has no refine section: it reads as the refinement off (the run goes on as it
+// was made: the defaults, which are off), each refine key it does have is read; a
+// user's file without the section keeps the defaults.
+func TestReadV2WithoutRefine(t *testing.T) {
+	cfg := mustDefault(t, "room")
+	raw, _ := json.Marshal(cfg)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "refine")
+	old, _ := json.MarshalIndent(m, "", "  ")
+	want := cfg
+	if got, err := parseRunConfig(old, "config.json"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("run without refine: %v %v", err, diffFields(got, want))
+	}
+	m["refine"] = map[string]any{"on": true, "epochs": 3}
+	partial, _ := json.Marshal(m)
+	want.Refine = RefineConfig{On: true, Epochs: 3, Weight: 1}
+	if got, err := parseRunConfig(partial, "config.json"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("run with part of refine: %v %v", err, diffFields(got, want))
+	}
+	delete(m, "refine")
+	if got, err := parseConfig(old, "user.json"); err != nil || !reflect.DeepEqual(got, cfg) || got.Refine != DefaultRefine() {
+		t.Errorf("user's file without refine: %v %v", err, diffFields(got, cfg))
+	}
+	// Another section's key is still required.
+	delete(m["final"].(map[string]any), "prune")
+	noPrune, _ := json.Marshal(m)
+	if _, err := parseRunConfig(noPrune, "config.json"); err == nil || !strings.Contains(err.Error(), "lacks key final.prune") {
+		t.Errorf("run without final.prune: %v", err)
 	}
 }

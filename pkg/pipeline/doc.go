@@ -35,9 +35,19 @@
 //     (final_grad.go: a budget by token share that doubles where it binds, then
 //     pruning) or by EM through a learned token confusion matrix (final_em.go: split
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks).
-//  4. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
-//     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the
-//     label-free diagnosis (chmm.Diagnosis and its verdict).
+//  4. Refinement (refine.go; Config.Refine, off by default): the map teaches the
+//     encoder. The map decodes the training walks; states whose frames' mean images
+//     agree within their sampling noise show one class and form one pseudo-class
+//     (pseudo.go), so every frame gets a pseudo-label read from the map, not from
+//     labels. A codebook fitted to them on the encoder's latents starts the
+//     teaching (vqvae.Model.TeachStep: the soft posterior's cross-entropy beside
+//     reconstruction, the codebook fixed), the codebook is fitted again, and the map
+//     is finalised again on the new tokens as in 3. A map whose label-free verdict
+//     is not resolved is not refined; a refined map whose verdict is not resolved
+//     is dropped for the finalisation's.
+//  5. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
+//     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the label-free
+//     diagnosis (chmm.Diagnosis and its verdict).
 //
 // # Run directory
 //
@@ -55,8 +65,13 @@
 //	final-grad-RR-S.model  the gradient finalisation's budget round RR after step S
 //	final-em-train-RR-IIIIII.gob, final-grad-train-RR-S-IIIIII.gob  a training in
 //	                progress before iteration I (chmm.EMState, chmm.GradState)
+//	refine-labels.gob, refine-model-NNN.ckpt, refine-model-fitted.ckpt  the
+//	                refinement's pseudo-labels and its taught encoder after N epochs
+//	                (and with its codebook fitted again); the refinement's finalisation
+//	                keeps the finalisation's files
 //	vqvae.ckpt, chmm.model  the final encoder and map (the map carries its confusion
-//	                matrix, ConfusionMeta, when it has one)
+//	                matrix, ConfusionMeta, when it has one); the finalisation's until
+//	                the refinement replaces them
 //	report.json     the evaluate.Report
 //	.lock           the flock of the process that writes the directory
 //
@@ -75,7 +90,8 @@
 // generator; the minibatch of an iteration is a function of the seed and the
 // iteration), the
 // finalisation after its last finished training or split round or within its
-// training in progress (saved every few minutes), the evaluation from its start. The
+// training in progress (saved every few minutes), the refinement after its last
+// teaching epoch or within its finalisation, the evaluation from its start. The
 // resumed run ends with the files and report of an uninterrupted one, the seconds
 // aside (on a CPU with other HMM kernels, to rounding; the report lists the kernels
 // and backends each run used). A finished run is loaded, not retrained.

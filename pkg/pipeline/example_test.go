@@ -48,5 +48,5 @@ func ExamplePreset_Apply() {
 	fmt.Println(err)
 	// Output:
 	// paper 1 0.1 2000 joint hard <nil>
-	// preset "papr": want one of frozen, no-collapse-response, no-diversity, no-jitter, no-length-norm, no-pruning, other-grad-frames, paper, paper-joint
+	// preset "papr": want one of frozen, no-collapse-response, no-diversity, no-jitter, no-length-norm, no-pruning, other-grad-frames, paper, paper-joint, refine
 }

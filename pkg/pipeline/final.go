@@ -32,6 +32,18 @@ type finaliser struct {
 	ck    *checkpoint
 	st    *runState // ck.st
 	start time.Time
+	// refine marks the refinement's finalisation (refine.go): its seconds and history
+	// rows are the refinement's, its runs' names start with "refine ", and its map is
+	// saved by the refinement.
+	refine bool
+}
+
+// phase is the phase whose seconds and history rows the finaliser records.
+func (f *finaliser) phase() string {
+	if f.refine {
+		return PhaseRefine
+	}
+	return PhaseFinal
 }
 
 // finalise is phase 3: the encoder frozen, the map trained on the training frames'
@@ -84,8 +96,9 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 }
 
 // saveMap saves the map hmm (with its confusion matrix, if the finalisation learned
-// one) and the encoder vq as the run's model files, and commits the phase's end: its
-// checkpoint and the files it named are gone.
+// one) and the encoder vq as the run's model files, and commits the phase's end (the
+// next phase is the refinement when Config.Refine is on and this is not its
+// finalisation, else the evaluation): its checkpoint and the files it named are gone.
 func (f *finaliser) saveMap(vq *vqvae.Model, hmm *chmm.Model) error {
 	cfg := f.s.cfg
 	conf := f.st.Made.Confusion
@@ -108,8 +121,11 @@ func (f *finaliser) saveMap(vq *vqvae.Model, hmm *chmm.Model) error {
 			return err
 		}
 	}
-	f.st.Seconds[PhaseFinal] += time.Since(f.start).Seconds()
+	f.st.Seconds[f.phase()] += time.Since(f.start).Seconds()
 	f.st.Phase = PhaseEval
+	if f.s.cfg.Refine.On && !f.refine {
+		f.st.Phase = PhaseRefine
+	}
 	f.st.FinalEM, f.st.FinalGrad = nil, nil
 	f.forget()
 	if err := f.ck.commit(); err != nil {
@@ -152,16 +168,19 @@ func (f *finaliser) mergeTokens(vq *vqvae.Model, tokens []int) ([]int, error) {
 // and the run to the state's record of how the map is made.
 func (f *finaliser) record(h *chmm.History, label, event string) {
 	st := f.st
+	if f.refine {
+		label = "refine " + label
+	}
 	st.Made.AddRun(evaluate.TrainerRun{Name: label, Iterations: len(h.LogLik), SplitRounds: len(h.Splits), Stop: h.Stop,
 		ChunkLen: h.ChunkLen, Batch: h.Batch})
-	n := 0 // finalisation iterations recorded so far
+	n := 0 // the phase's finalisation iterations recorded so far
 	for _, rec := range st.History {
-		if rec.Phase == PhaseFinal {
+		if rec.Phase == f.phase() {
 			n = rec.Step
 		}
 	}
 	for i := range h.LogLik {
-		rec := Record{Step: n + i + 1, Phase: PhaseFinal, NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]}
+		rec := Record{Step: n + i + 1, Phase: f.phase(), NLLPerStep: -h.LogLik[i], Seconds: h.Seconds[i]}
 		if i == 0 {
 			rec.Event = event
 		}
@@ -198,7 +217,7 @@ func (f *finaliser) saveTraining(name string, v any, set func()) error {
 // names.
 func (f *finaliser) commit() error {
 	f.forget()
-	f.st.Seconds[PhaseFinal] += time.Since(f.start).Seconds()
+	f.st.Seconds[f.phase()] += time.Since(f.start).Seconds()
 	f.start = time.Now()
 	if err := f.ck.commit(); err != nil {
 		return err

@@ -34,15 +34,16 @@ func fixed(kvs ...string) func(Config) []string { return func(Config) []string {
 // presets are the named presets, in the order PresetNames lists them.
 var presets = []Preset{
 	{"paper", "the paper's: τ 1, α_div 0.1, 2000 joint iterations, all frames, no jitter; final rate 0.01 from the joint HMM, " +
-		"no pruning; hard read-out",
+		"no pruning, no refinement; hard read-out",
 		fixed("vqvae.tau=1", "joint.alpha_div=0.1", "joint.alpha_div_end=0", "joint.iters=2000", "joint.grad_frames=0", "joint.jitter=0",
-			"final.budget=joint", "final.lr=0.01", "final.prune=0", "final.budget_doublings=0", "eval.decode=hard")},
+			"final.budget=joint", "final.lr=0.01", "final.prune=0", "final.budget_doublings=0", "refine.on=false", "eval.decode=hard")},
 	{"frozen", "ablation: the joint phase trains only the HMM (the VQ-VAE stays as the warm-up left it)", fixed("joint.freeze_vqvae=true")},
 	{"no-length-norm", "ablation: no 1/T length normalisation of the HMM term", fixed("joint.no_length_norm=true")},
 	{"no-diversity", "ablation: no diversity penalty (α_div 0)", fixed("joint.alpha_div=0")},
 	{"paper-joint", "ablation: the paper's τ 1 and α_div 0.1 in the joint phase", fixed("vqvae.tau=1", "joint.alpha_div=0.1", "joint.alpha_div_end=0.1")},
 	{"no-jitter", "ablation: frames as drawn, no random shift", fixed("joint.jitter=0")},
 	{"no-pruning", "ablation: no pruning after the finalisation", fixed("final.prune=0")},
+	{"refine", "beyond the paper: after the finalisation the map teaches the encoder its pseudo-classes, and the map is finalised again", fixed("refine.on=true")},
 	{"other-grad-frames", "ablation: the architecture's other gradient frames (conv: all, mlp: 256)", func(c Config) []string {
 		if c.Joint.GradFrames == 0 {
 			return []string{"joint.grad_frames=256"}

@@ -32,6 +32,7 @@ const (
 	PhaseWarmup = "warmup"
 	PhaseJoint  = "joint"
 	PhaseFinal  = "final"
+	PhaseRefine = "refine"
 	PhaseEval   = "evaluate"
 	PhaseDone   = "done"
 )
@@ -166,6 +167,11 @@ func (s *session) phases(ck *checkpoint) (*evaluate.Report, error) {
 			return nil, err
 		}
 	}
+	if ck.st.Phase == PhaseRefine {
+		if fin, err = refine(s, ck, fin); err != nil {
+			return nil, err
+		}
+	}
 	if ck.st.Phase == PhaseEval {
 		ck.st.ranOn(PhaseEval, s.label)
 		return evaluation(s, ck, fin)
@@ -190,4 +196,10 @@ type hooks struct {
 	// emRound sees each EM finalisation round's trained map and its confusion matrix
 	// before it is split.
 	emRound func(round int, m *chmm.Model, conf [][]float64) error
+	// refineAnyway makes the refinement read both maps' verdicts (the finalisation's
+	// and the refined one) as resolved; refineDrop reads the refined map's as not.
+	refineAnyway, refineDrop bool
+	// refineSaved runs after each commit of the refinement (n counts them from 1 in
+	// this Run call); an error stops the run there, as an interruption would.
+	refineSaved func(n int) error
 }

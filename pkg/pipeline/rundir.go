@@ -98,11 +98,12 @@ func decodeState(raw []byte, path string) (*runState, error) {
 		return nil, fmt.Errorf("pipeline: %s: a state with an identity but no checksum header (forged?)", path)
 	}
 	switch st.Phase {
-	case PhaseWarmup, PhaseJoint, PhaseFinal, PhaseEval, PhaseDone:
+	case PhaseWarmup, PhaseJoint, PhaseFinal, PhaseRefine, PhaseEval, PhaseDone:
 	default:
 		return nil, fmt.Errorf("pipeline: %s: unknown phase %q", path, st.Phase)
 	}
 	names := append([]string{st.Checkpoint, st.Healthy, st.Warmup}, st.finalFiles()...)
+	names = append(names, st.refineFiles()...)
 	for _, name := range names {
 		if name != "" && !plainName(name) {
 			return nil, fmt.Errorf("pipeline: %s: file name %q is not inside the run directory", path, name)

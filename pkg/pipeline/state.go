@@ -111,6 +111,9 @@ type runState struct {
 	// FinalGrad is the gradient finalisation's progress at the end of its last finished
 	// training (nil: none, or the finalisation is FinalEM): a resumed run goes on from it.
 	FinalGrad *finalGradState
+
+	// Refinement (refine.go): its progress, nil before it starts and after it ends.
+	Refine *refineState
 }
 
 // recordSession adds this session's backend label and HMM kernel set to st, where

@@ -160,7 +160,7 @@ func verdictText(v *chmm.Verdict) string {
 
 // phaseNames are the headers of the phases of a report's seconds.
 var phaseNames = map[string]string{
-	"warmup": "warm-up", "joint": "joint", "final": "finalisation", "evaluate": "evaluation",
+	"warmup": "warm-up", "joint": "joint", "final": "finalisation", "refine": "refinement", "evaluate": "evaluation",
 	"eval": "evaluation", "train": "training", "compact": "compaction",
 }
 
@@ -284,6 +284,18 @@ var menu = []column{
 	{name: "h", header: "H(token|place)", prec: 3, get: func(r *run) value { return num(r.rep.HTokenGivenPlace, "") }},
 	{name: "codes", header: "codes", prec: 0, integer: true, get: func(r *run) value { return num(float64(r.rep.ActiveCodes), "") }},
 	{name: "perplexity", header: "perplexity", prec: 2, get: func(r *run) value { return num(r.rep.Perplexity, "") }},
+	{name: "class-purity", header: "token class purity", prec: 3, get: func(r *run) value {
+		if r.rep.ClassesShown == 0 { // a report written before it
+			return missing
+		}
+		return num(r.rep.TokenClassPurity, "")
+	}},
+	{name: "class-perplexity", header: "class perplexity", prec: 2, get: func(r *run) value {
+		if r.rep.ClassesShown == 0 {
+			return missing
+		}
+		return num(r.rep.ClassPerplexity, "")
+	}},
 	{name: "tokens-per-place", header: "tokens per place", prec: 2, get: func(r *run) value { return num(r.rep.TokensPerPlaceMean, "") }},
 	{name: "places-per-token", header: "most places per token", prec: 0, integer: true, get: func(r *run) value {
 		return num(float64(r.rep.PlacesPerTokenMax), "")

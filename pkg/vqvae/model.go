@@ -74,8 +74,10 @@ type Model struct {
 	history []StepRecord
 	cursor  WarmupCursor
 	tokens  []int // read-out: the token of each code (SetTokens); nil: token k is code k
+	// teachEMA makes TeachStep update the codebook by EMA (SetTeachEMA).
+	teachEMA bool
 
-	trainExec, encodeExec, reconExec, latentExec *model.Exec
+	trainExec, teachExec, encodeExec, reconExec, latentExec *model.Exec
 }
 
 // New creates a model with fresh, seed-determined parameters on backend. The first
