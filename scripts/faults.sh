@@ -39,7 +39,7 @@ ln -s /dev/zero zero; ln -s /dev/urandom urandom; mkfifo fifo
 t "config.json -> /dev/zero; train --run"       "rm case/config.json; ln -s /dev/zero case/config.json" $T $B train $small --run case --quiet
 t "state.gob a named pipe; train --run"         "rm case/state.gob; mkfifo case/state.gob" $T $B train $small --run case --quiet
 t "report.json -> /dev/urandom; plan --run"     "rm case/report.json; ln -s /dev/urandom case/report.json" $T $B plan --run case --pairs 5
-t "vqvae.ckpt a named pipe; train --reevaluate" "rm case/vqvae.ckpt; mkfifo case/vqvae.ckpt" $T $B train $small --run case --reevaluate --quiet
+t "vqvae.ckpt a named pipe; train --reevaluate" "rm case/vqvae.ckpt; mkfifo case/vqvae.ckpt" $T $B train --run case --reevaluate --quiet
 t "--config -> /dev/zero"                       ":" $T $B train --config zero --run c1 --quiet
 t "--config a named pipe"                       ":" $T $B train --config fifo --run c2 --quiet
 t "--layout -> /dev/urandom"                    ":" $T $B symbolic --layout urandom --quiet
@@ -63,11 +63,11 @@ img32() { # 32×32 images of classes 0-9 (checksums regenerated) in $W/$1
   sha256sum *.gz > SHA256SUMS; cd $W
 }
 t "32×32 images in data/mnist; train"           "img32 d32" env GRADCSCG_DATA=$W/d32 $T $B train $small --run c5 --quiet
-t "32×32 images in data/mnist; vqvae"           "img32 d32" env GRADCSCG_DATA=$W/d32 $T $B vqvae --env aliased --steps 2 --out c6 --quiet
+t "32×32 images in data/mnist; vqvae"           "img32 d32" env GRADCSCG_DATA=$W/d32 $T $B vqvae --env aliased --set steps=2 --out c6 --quiet
 t "figures --runs /nonexistent"                 ":" $T $B figures --runs $W/nonexistent --out figs --symbolic=false --quiet
 t "plan --pairs/--localize/--demo 1000000"      ":" $T $B plan --run fin --pairs 1000000 --localize 1000000 --demo 1000000 --quiet
 t "damaged raw IDX beside the .gz: reads the .gz" "data dbad; gunzip -k dbad/mnist/train-images-idx3-ubyte.gz; truncate -s 5000 dbad/mnist/train-images-idx3-ubyte" \
   sh -c "GRADCSCG_DATA=$W/dbad $T $B train $small --run c8 --quiet | grep 'map verdict' | cut -c1-60"
 t "user's .notes.tmp-1 kept by the lock"        "echo mine > case/.notes.tmp-1" sh -c "$B train $small --run case --quiet >/dev/null && ls case/.notes.tmp-1"
-t "train --from a source with no lock: none made" "rm -f fin/.lock" sh -c "$B train --from fin --run br --final-iters 50 --quiet >/dev/null && ls -a fin | grep -c '^.lock' ; true"
+t "train --from a source with no lock: none made" "rm -f fin/.lock" sh -c "$B train --from fin --run br --set final.iters=50 --quiet >/dev/null && ls -a fin | grep -c '^.lock' ; true"
 rm -rf $W
