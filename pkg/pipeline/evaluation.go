@@ -19,18 +19,10 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 	cfg, st := s.cfg, ck.st
 	start := time.Now()
 	if fin == nil {
-		if err := ck.verify(CHMMFile); err != nil {
+		var err error
+		if fin, err = loadFinalMap(s, ck); err != nil {
 			return nil, err
 		}
-		hmm, err := chmm.Load(ck.path(CHMMFile))
-		if err != nil {
-			return nil, err
-		}
-		vq, err := ck.loadVQ(s.backend, VQVAEFile)
-		if err != nil {
-			return nil, err
-		}
-		fin = &finalMap{vq: vq, hmm: hmm}
 	}
 	rep, err := Evaluate(fin.vq, fin.hmm, s.d.env, cfg)
 	if err != nil {

@@ -271,6 +271,12 @@ func (m *Model) TrainStep(batch Batch) (Metrics, error) {
 	}); err != nil {
 		return Metrics{}, err
 	}
+	return m.recordStep(out), nil
+}
+
+// recordStep reads a training step's outputs (loss, rec, commit, perplexity, active,
+// usage, revived, ce, accuracy), frees them and appends the step to the history.
+func (m *Model) recordStep(out []*tensors.Tensor) Metrics {
 	defer finalize(out)
 	met := Metrics{
 		Loss:       scalar(out[0]),
@@ -287,7 +293,7 @@ func (m *Model) TrainStep(batch Batch) (Metrics, error) {
 		Step: len(m.history) + 1, Loss: met.Loss, Rec: met.Rec, Commit: met.Commit,
 		Perplexity: met.Perplexity, Active: met.Active, Revived: met.Revived, CE: met.CE,
 	})
-	return met, nil
+	return met
 }
 
 func finalize(ts []*tensors.Tensor) {

@@ -90,21 +90,5 @@ func (m *Model) TeachStep(images []float32, targets []int, weight float64) (Metr
 	}); err != nil {
 		return Metrics{}, err
 	}
-	defer finalize(out)
-	met := Metrics{
-		Loss:       scalar(out[0]),
-		Rec:        scalar(out[1]),
-		Commit:     scalar(out[2]),
-		Perplexity: scalar(out[3]),
-		Active:     int(scalar(out[4])),
-		Usage:      floats(out[5]),
-		Revived:    int(scalar(out[6])),
-		CE:         scalar(out[7]),
-		Accuracy:   scalar(out[8]),
-	}
-	m.history = append(m.history, StepRecord{
-		Step: len(m.history) + 1, Loss: met.Loss, Rec: met.Rec, Commit: met.Commit,
-		Perplexity: met.Perplexity, Active: met.Active, Revived: met.Revived, CE: met.CE,
-	})
-	return met, nil
+	return m.recordStep(out), nil
 }
