@@ -5,19 +5,18 @@
 //
 // # Inputs and outputs
 //
-// Run(ctx, dir, cfg, progress) takes a Config (DefaultConfig, ConfigFor; Validate checks
-// every field) and a run directory, trains or resumes the run there, and returns its
-// evaluate.Report. LoadRun loads a finished run as a Result (the frozen encoder, the
+// Run(ctx, dir, cfg, progress) takes a Config (DefaultConfig, ConfigFor; Validate
+// checks every field) and a run directory, trains or resumes the run there, and returns
+// its evaluate.Report. LoadRun loads a finished run as a Result (the frozen encoder, the
 // map, the kept codes, the report, the loss history); Reevaluate scores one again;
 // Branch starts a run from another's warm-up and joint phase; Evaluate, NewHeldOut and
 // Diagnose score a map on the held-out episode and the training frames. Training reads
-// no label: the true places and classes enter only measurements (token entropies, the
-// report).
+// no label: places and classes enter only the measurements.
 //
 // # Phases
 //
-// Each phase is a function of the run's configuration and data and of its checkpoint,
-// and hands its result to the next (the joint model, then the map):
+// Each phase is a function of the run's configuration, data and checkpoint, and hands
+// its result to the next (the joint model, then the map):
 //
 //  1. Warm-up (warmup.go): the VQ-VAE alone on the training frames; then token
 //     compaction (the codes the encoder emits on them, relabelled 0..K'−1, merged
@@ -36,18 +35,12 @@
 //     pruning) or by EM through a learned token confusion matrix (final_em.go: split
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks).
 //  4. Refinement (refine.go; Config.Refine, off by default): the map teaches the
-//     encoder. The map decodes the training walks; states whose frames' mean images
-//     agree within their sampling noise show one class and form one pseudo-class
-//     (pseudo.go), so every frame gets a pseudo-label read from the map, not from
-//     labels. A codebook fitted to them on the encoder's latents starts the
-//     teaching (vqvae.Model.TeachStep: the soft posterior's cross-entropy beside
-//     reconstruction, the codebook fixed), the codebook is fitted again, and the map
-//     is finalised again on the new tokens as in 3. A map whose label-free verdict
-//     is not resolved is not refined; a refined map whose verdict is not resolved
-//     is dropped for the finalisation's.
+//     encoder the pseudo-classes it reads from the training walks (pseudo.go; no
+//     labels), and the map is finalised again on the new tokens as in 3. Only a
+//     resolved map is refined, and a refined map that is not resolved is dropped.
 //  5. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
-//     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the label-free
-//     diagnosis (chmm.Diagnosis and its verdict).
+//     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the
+//     label-free diagnosis (chmm.Diagnosis and its verdict).
 //
 // # Run directory
 //
@@ -66,12 +59,10 @@
 //	final-em-train-RR-IIIIII.gob, final-grad-train-RR-S-IIIIII.gob  a training in
 //	                progress before iteration I (chmm.EMState, chmm.GradState)
 //	refine-labels.gob, refine-model-NNN.ckpt, refine-model-fitted.ckpt  the
-//	                refinement's pseudo-labels and its taught encoder after N epochs
-//	                (and with its codebook fitted again); the refinement's finalisation
-//	                keeps the finalisation's files
-//	vqvae.ckpt, chmm.model  the final encoder and map (the map carries its confusion
-//	                matrix, ConfusionMeta, when it has one); the finalisation's until
-//	                the refinement replaces them
+//	                refinement's pseudo-labels and its encoder after N epochs (and
+//	                with its codebook fitted again)
+//	vqvae.ckpt, chmm.model  the final encoder and map (with its confusion matrix,
+//	                ConfusionMeta, when it has one)
 //	report.json     the evaluate.Report
 //	.lock           the flock of the process that writes the directory
 //
@@ -79,17 +70,15 @@
 // the state, then the state committed (atomically); a file the previous state named is
 // removed only after that. Every file is checked against its digest before it is read,
 // so an edited config, a file copied from another run or a damaged one is an error.
-// The finalisation's files exist only while it runs. One process at a time writes a
-// directory.
+// The finalisation's files exist only while it runs; one process at a time writes.
 //
 // # Resume
 //
 // Run on a directory that holds an unfinished run resumes it where its state says: the
 // warm-up after its last saved chunk, the joint phase at its last commit (every
 // Config.Joint.CheckpointEvery iterations, with the Adam moments and the graph's
-// generator; the minibatch of an iteration is a function of the seed and the
-// iteration), the
-// finalisation after its last finished training or split round or within its
+// generator; an iteration's minibatch is a function of the seed and the iteration),
+// the finalisation after its last finished training or split round or within its
 // training in progress (saved every few minutes), the refinement after its last
 // teaching epoch or within its finalisation, the evaluation from its start. The
 // resumed run ends with the files and report of an uninterrupted one, the seconds
@@ -108,6 +97,5 @@
 // # Backend
 //
 // Every graph runs on hmmgraph.NewBackend: GOMLX_BACKEND when set, else the go
-// backend with a setting under which the soft forward pass's While loops cannot
-// deadlock.
+// backend with a setting under which the forward pass's While loops cannot deadlock.
 package pipeline
