@@ -67,8 +67,8 @@
 //	.lock           the flock of the process that writes the directory
 //
 // Invariants: a file is written under a new name (atomically), its digest recorded in
-// the state, then the state committed (atomically); a file the previous state named is
-// removed only after that. Every file is checked against its digest before it is read,
+// the state, then the state committed (atomically); a file the previous state named
+// goes only after that. Every file is checked against its digest before it is read,
 // so an edited config, a file copied from another run or a damaged one is an error.
 // The finalisation's files exist only while it runs; one process at a time writes.
 //
@@ -78,12 +78,11 @@
 // warm-up after its last saved chunk, the joint phase at its last commit (every
 // Config.Joint.CheckpointEvery iterations, with the Adam moments and the graph's
 // generator; an iteration's minibatch is a function of the seed and the iteration),
-// the finalisation after its last finished training or split round or within its
-// training in progress (saved every few minutes), the refinement after its last
-// teaching epoch or within its finalisation, the evaluation from its start. The
-// resumed run ends with the files and report of an uninterrupted one, the seconds
-// aside (on a CPU with other HMM kernels, to rounding; the report lists the kernels
-// and backends each run used). A finished run is loaded, not retrained.
+// the finalisation after its last training or split round or within one (saved every
+// few minutes), the refinement after its last epoch or within its finalisation, the
+// evaluation from its start. A resumed run ends with the files and report of an
+// uninterrupted one, seconds aside (with other HMM kernels, to rounding; the report
+// lists each run's kernels and backends). A finished run is loaded, not retrained.
 //
 // # Shipped runs
 //
