@@ -71,16 +71,19 @@ func runVQVAE(args []string) error {
 	}
 	d := experiment.DefaultVQStudy(nil)
 	s.Steps, s.Batch, s.LR, s.CheckpointEvery = d.Steps, d.Batch, d.LR, d.CheckpointEvery
-	if sets.help() {
-		fmt.Fprintf(stdout, "settings (--set key=value; here the defaults):\n%s", settings.Help(settings.Rows(experiment.VQStudyKeys(), &s)))
-		return nil
-	}
 	curveSet := false
 	for _, kv := range sets {
+		if kv == "help" || kv == "list" {
+			continue
+		}
 		if err := s.Set(kv); err != nil {
 			return fmt.Errorf("--set %w", err)
 		}
 		curveSet = curveSet || strings.HasPrefix(strings.TrimSpace(kv), "curve=")
+	}
+	if sets.help() {
+		fmt.Fprintf(stdout, "settings (--set key=value; the defaults with the other --set values given):\n%s", settings.Help(settings.Rows(experiment.VQStudyKeys(), &s)))
+		return nil
 	}
 	log := stderr
 	if quiet {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -241,5 +242,22 @@ func TestVQReportJSONKeys(t *testing.T) {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("report JSON lacks key %q", k)
 		}
+	}
+}
+
+// TestVQVAESetHelpShowsGiven: `vqvae --set help` lists the settings with the other
+// --set values applied, whatever their order, and still refuses an unknown key.
+func TestVQVAESetHelpShowsGiven(t *testing.T) {
+	for _, args := range [][]string{
+		{"vqvae", "--set", "steps=77", "--set", "help"},
+		{"vqvae", "--set", "help", "--set", "steps=77"},
+	} {
+		code, out, errOut := run(t, args...)
+		if code != 0 || !regexp.MustCompile(`(?m)^  steps = 77 `).MatchString(out) {
+			t.Errorf("%v: exit %d, stderr %q; want steps = 77 in\n%s", args, code, errOut, out)
+		}
+	}
+	if code, _, errOut := run(t, "vqvae", "--set", "stepz=1", "--set", "help"); code != 1 || !strings.Contains(errOut, "stepz") {
+		t.Errorf("unknown key with help: exit %d, %q", code, errOut)
 	}
 }
