@@ -36,8 +36,8 @@
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks).
 //  4. Refinement (refine.go; Config.Refine, off by default): the map teaches the
 //     encoder the pseudo-classes it reads from the training walks (pseudo.go; no
-//     labels), and the map is finalised again on the new tokens as in 3. Only a
-//     resolved map is refined, and a refined map that is not resolved is dropped.
+//     labels), and the map is finalised again on the new tokens as in 3. A map is
+//     refined if resolved or only its tokens misread; an unresolved result is dropped.
 //  5. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
 //     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the
 //     label-free diagnosis (chmm.Diagnosis and its verdict).

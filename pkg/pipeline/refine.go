@@ -71,8 +71,18 @@ func (r *refiner) resolved(v *chmm.Verdict, refined bool) bool {
 	return v.Resolved || (h != nil && h.refineAnyway)
 }
 
+// refinable tells whether a finalisation's map with verdict v may teach the encoder:
+// a resolved map, or one whose only problem is chmm.ProblemPredict (with noisy tokens
+// the map predicts the next token too rarely: either it is not resolved or the encoder
+// misreads, which the refinement addresses). A map with any other problem (merged
+// places, too few clones, a poor fit, too little data) is not.
+func refinable(v *chmm.Verdict) bool {
+	return v.Resolved || len(v.Problems) == 1 && v.Problems[0] == chmm.ProblemPredict
+}
+
 // refine is the refinement (Config.Refine): the map fin (or the run's model files when
-// fin is nil), if its label-free verdict is resolved, reads pseudo-classes from the
+// fin is nil), if its label-free verdict is resolved or names only misread tokens
+// (refinable), reads pseudo-classes from the
 // training walks; a codebook is fitted to them on the encoder's latents, the encoder
 // taught them for Config.Refine.Epochs passes (each a checkpoint), the codebook fitted
 // again, and the map finalised again on the new tokens as the finalisation does. The
@@ -163,8 +173,8 @@ func (r *refiner) begin(fin *finalMap) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: refinement: diagnosing the map: %w", err)
 	}
-	if !r.resolved(dg.Verdict, false) {
-		return r.skip(k, "the finalisation's map is not resolved (its label-free verdict), so its states are no places to read classes from")
+	if !r.resolved(dg.Verdict, false) && !refinable(dg.Verdict) {
+		return r.skip(k, "the finalisation's map is not resolved (its label-free verdict names more than misread tokens), so its states are no places to read classes from")
 	}
 	tokens, err := d.encodeShown(fin.vq, s.out, "refinement")
 	if err != nil {

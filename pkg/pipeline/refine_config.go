@@ -8,8 +8,9 @@ package pipeline
 // encoder's latents (fitCodebook), the encoder is trained to give each frame its
 // pseudo-class as its token (the codebook fixed), the codebook is fitted again, and the
 // map finalised again on the new tokens as the finalisation does. A map whose
-// label-free verdict is not resolved is not refined, and a refined map that is not
-// resolved is dropped for the finalisation's.
+// label-free verdict names a problem other than misread tokens (chmm.ProblemPredict)
+// is not refined, and a refined map that is not resolved is dropped for the
+// finalisation's.
 type RefineConfig struct {
 	// On runs the refinement (false; the refine preset: true). A run directory written
 	// before it has none (false).

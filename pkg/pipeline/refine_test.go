@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
 )
 
@@ -214,6 +215,28 @@ func TestRefineKeepsTheMapItCannotImprove(t *testing.T) {
 		}
 		if left := refineLeftovers(t, dir); len(left) > 0 {
 			t.Errorf("%s: files left: %v", c.name, left)
+		}
+	}
+}
+
+// TestRefinable: a map may teach the encoder when resolved or when misread tokens are
+// its only problem; any other problem, alone or beside misread tokens, keeps it out.
+func TestRefinable(t *testing.T) {
+	for _, c := range []struct {
+		v    chmm.Verdict
+		want bool
+	}{
+		{chmm.Verdict{Resolved: true}, true},
+		{chmm.Verdict{Problems: []string{chmm.ProblemPredict}}, true},
+		{chmm.Verdict{Problems: []string{chmm.ProblemMerged}}, false},
+		{chmm.Verdict{Problems: []string{chmm.ProblemPredict, chmm.ProblemMerged}}, false},
+		{chmm.Verdict{Problems: []string{chmm.ProblemData}}, false},
+		{chmm.Verdict{Problems: []string{chmm.ProblemPredict, chmm.ProblemData}}, false},
+		{chmm.Verdict{Problems: []string{chmm.ProblemClones}}, false},
+		{chmm.Verdict{Problems: []string{chmm.ProblemFit}}, false},
+	} {
+		if got := refinable(&c.v); got != c.want {
+			t.Errorf("refinable(%v) = %v, want %v", c.v.Problems, got, c.want)
 		}
 	}
 }
