@@ -72,10 +72,7 @@ func runVQVAE(args []string) error {
 	d := experiment.DefaultVQStudy(nil)
 	s.Steps, s.Batch, s.LR, s.CheckpointEvery = d.Steps, d.Batch, d.LR, d.CheckpointEvery
 	curveSet := false
-	for _, kv := range sets {
-		if kv == "help" || kv == "list" {
-			continue
-		}
+	for _, kv := range sets.without("help") {
 		if err := s.Set(kv); err != nil {
 			return fmt.Errorf("--set %w", err)
 		}
