@@ -33,13 +33,16 @@ type emRounds struct {
 }
 
 // em is the finalisation by EM through a learned confusion matrix (FinalEM). From one
-// clone per token, EM (Final.Iters soft iterations, pseudocount FinalEMPseudocount,
-// chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns the map and C[k][o],
-// the chance that a place of token k is read as o, on the first 1 − GrowHoldOut of
-// every training walk in seqs, cut into pieces of at least minPiece steps so that
-// every core has one (the forward–backward pass through C runs one goroutine per
-// sequence; a cut starts its piece afresh, from π). C starts as startConfusion makes
-// it; entries below ConfusionMin are dropped after each round. Then the clones holding
+// clone per token, EM (at most Final.Iters soft iterations a round, pseudocount
+// FinalEMPseudocount, chmm.DefaultEMConfig's splits at plateaus, no hard phase) learns
+// the map and C[k][o], the chance that a place of token k is read as o, on the first
+// 1 − GrowHoldOut of every training walk in seqs. Its E-step runs the walks as GOMAXPROCS
+// segments in parallel, each from the messages its neighbours ended with (chmm's
+// segmented E-step, exact once they settle); SQUAREM jumps along its EM steps, and a
+// round ends once chmm.DefaultStopGain is no longer gained per E-step (a finalisation
+// begun before them goes on as it began: pieces, plain EM, Final.Iters a round; see
+// finalEMState.Segments). C starts as startConfusion makes it; entries below
+// ConfusionMin are dropped after each round. Then the clones holding
 // at least chmm.UsedShare of their token's expected visits are kept and split in two,
 // and EM trains on, until the held-out ends of the walks (scored given their starts,
 // under C) have missed a gain of SplitGain bits per step over the best so far
@@ -54,7 +57,10 @@ func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, er
 	if err != nil {
 		return nil, err
 	}
-	e.train = pieces(e.start, e.s.Pieces, minPiece)
+	e.train = e.start
+	if e.s.Segments == 0 { // begun before the segmented E-step
+		e.train = pieces(e.start, e.s.Pieces, minPiece)
+	}
 	if h := f.s.hooks; h != nil && h.patience > 0 {
 		e.patience = h.patience
 	}
@@ -72,7 +78,10 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	s := f.st.FinalEM
 	if s == nil {
-		e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
+		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0))}
+		if h := f.s.hooks; h != nil && h.legacyEM {
+			e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
+		}
 		var rare []int
 		e.conf, rare = startConfusion(e.seqs, k)
 		if len(rare) > 0 && f.s.out != nil {
@@ -121,6 +130,9 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	ec := chmm.DefaultEMConfig()
 	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.Final.Iters, -1, FinalEMPseudocount, 0
+	if e.s.Segments > 0 {
+		ec.Segments, ec.Accelerate, ec.StopGain = e.s.Segments, true, chmm.DefaultStopGain
+	}
 	ec.Seed = cfg.Seed + uint64(round)<<32
 	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = e.conf, true, ConfusionBeam
 	ec.Stop = f.s.ctx.Err
@@ -291,7 +303,8 @@ func startConfusion(seqs []chmm.Sequence, k int) (c [][]float64, rare []int) {
 	return c, rare
 }
 
-// minPiece is the shortest piece the EM finalisation cuts a training walk into.
+// minPiece is the shortest piece an EM finalisation begun before the segmented E-step
+// cuts a training walk into.
 const minPiece = 10000
 
 // pieces cuts seqs into at least n sequences where each piece keeps at least min

@@ -193,6 +193,9 @@ type hooks struct {
 	finalSaved func(name string) error
 	// patience, if positive, replaces SplitPatience in the EM finalisation.
 	patience int
+	// legacyEM begins an EM finalisation as one begun before the segmented E-step
+	// (finalEMState.Segments 0, Pieces GOMAXPROCS).
+	legacyEM bool
 	// emRound sees each EM finalisation round's trained map and its confusion matrix
 	// before it is split.
 	emRound func(round int, m *chmm.Model, conf [][]float64) error

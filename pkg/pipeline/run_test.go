@@ -777,6 +777,52 @@ func TestFinalEMResumesWithinRound(t *testing.T) {
 	}
 }
 
+// TestFinalEMLegacyResumes: an EM finalisation begun before the segmented E-step
+// (its state without Segments) goes on as it began, cut into pieces with plain EM:
+// interrupted after round 0 and resumed by today's code, it ends with the map and
+// held-out ends of the uninterrupted one begun the old way, which differ from today's.
+func TestFinalEMLegacyResumes(t *testing.T) {
+	cfg := tinyConfig(t)
+	// 80 iterations a round: SQUAREM's first jump comes at the 20th E-step of a round.
+	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 80, 3
+	today := t.TempDir()
+	repToday, err := Run(context.Background(), today, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &hooks{legacyEM: true}
+	a := t.TempDir()
+	repA, err := run(context.Background(), a, cfg, progressOut(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	stop := errors.New("interrupted")
+	interrupt := &hooks{legacyEM: true, emRound: func(round int, _ *chmm.Model, _ [][]float64) error {
+		if round == 1 {
+			return stop
+		}
+		return nil
+	}}
+	if _, err := run(context.Background(), b, cfg, progressOut(), interrupt); !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if st := mustState(t, b); st.FinalEM == nil || st.FinalEM.Segments != 0 || st.FinalEM.Pieces < 1 {
+		t.Fatalf("interrupted state %+v: want one begun the old way", st.FinalEM)
+	}
+	repB, err := run(context.Background(), b, cfg, progressOut(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFinalisation(t, a, b)
+	if ta, tb := repA.Training, repB.Training; !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
+		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
+	}
+	if slices.Equal(repA.Training.HeldOutBits, repToday.Training.HeldOutBits) {
+		t.Errorf("the old way's held-out ends %v equal today's (%s): the test cannot tell them apart", repA.Training.HeldOutBits, today)
+	}
+}
+
 // finalEMRun runs the tiny config with the EM finalisation (20 iterations a round, at
 // most 3 splits) in a new directory, uninterrupted: what the resume tests compare with.
 func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {

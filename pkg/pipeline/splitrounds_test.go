@@ -29,7 +29,12 @@ type emRecord struct {
 // (chmm.GrowBySplitting) on aliased walks whose tokens are misread with probability
 // 0.08, until two rounds without a gain or after two split rounds, and compares the
 // held-out ends, the round kept, the map, the trainings and the progress lines of the
-// rounds with what the code gave before the split rounds had one home.
+// rounds with what the code gave before the split rounds had one home. That code ran
+// plain EM on the walks cut into pieces: a finalisation begun so (hooks.legacyEM) must
+// give its values as recorded. Today's (the segmented E-step, SQUAREM, the StopGain
+// stop) must keep the same round with the same clones, reach the recorded held-out
+// ends of the rounds up to it and the kept map's log-likelihood within a relative
+// newEMTolerance, and end no round later than the recorded one.
 //
 // The values were recorded by running these cases on commit 7a23539 (where run.go's
 // runner.finaliseEM split the map) with go1.27.3 and GOEXPERIMENT=simd on the
@@ -91,11 +96,12 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 			cfg.Final.SplitRounds = c.doublings
 		}
 		var out strings.Builder
-		f := testFinaliser(cfg, nil, &out, nil)
+		f := testFinaliser(cfg, nil, &out, &hooks{legacyEM: true})
 		hmm, err := f.em(seqs, 4, env.NumActions())
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkNewEM(t, c.name, cfg, seqs, env.NumActions(), c.want)
 		made := f.st.Made
 		var runs []string
 		for _, run := range made.Runs {
@@ -133,6 +139,50 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 		}
 		if !reflect.DeepEqual(lines, c.lines) {
 			t.Errorf("%s: rounds reported\n%s\nwant\n%s", c.name, strings.Join(lines, "\n"), strings.Join(c.lines, "\n"))
+		}
+	}
+}
+
+// newEMTolerance is the relative difference allowed between today's EM finalisation's
+// held-out ends and log-likelihood and those of the old one recorded in
+// TestFinalEMSplitRoundsAsRecorded: both converge to the same fixed point, by different
+// paths and stops.
+const newEMTolerance = 1e-4
+
+// checkNewEM runs today's EM finalisation on seqs under cfg and compares it with the
+// old one's record want (TestFinalEMSplitRoundsAsRecorded).
+func checkNewEM(t *testing.T, name string, cfg Config, seqs []chmm.Sequence, numActions int, want emRecord) {
+	t.Helper()
+	f := testFinaliser(cfg, nil, nil, nil)
+	hmm, err := f.em(seqs, 4, numActions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := f.st.Made
+	lls, err := chmm.ConfusedLogLikelihoods(hmm, seqs, made.Confusion, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(a, b float64) float64 { return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b)) }
+	if made.Doublings != want.Doublings || !slices.Equal(hmm.Clones, want.Clones) || len(made.HeldOutBits) != len(want.HeldOutBits) {
+		t.Fatalf("%s, today's EM: kept round %d of %d, clones %v; recorded round %d of %d, clones %v", name,
+			made.Doublings, len(made.HeldOutBits), hmm.Clones, want.Doublings, len(want.HeldOutBits), want.Clones)
+	}
+	for r := 0; r <= want.Doublings; r++ {
+		if d := rel(made.HeldOutBits[r], want.HeldOutBits[r]); d > newEMTolerance {
+			t.Errorf("%s, today's EM: round %d's held-out ends %.8f, recorded %.8f (relative %.1e)", name, r, made.HeldOutBits[r], want.HeldOutBits[r], d)
+		}
+	}
+	if d := rel(lls[0]+lls[1], want.LogLik); d > newEMTolerance {
+		t.Errorf("%s, today's EM: the kept map's log-likelihood %.6f, recorded %.6f (relative %.1e)", name, lls[0]+lls[1], want.LogLik, d)
+	}
+	for r, run := range made.Runs {
+		var iters int
+		if _, err := fmt.Sscanf(want.Runs[r][strings.LastIndex(want.Runs[r], ": ")+2:], "%d", &iters); err != nil {
+			t.Fatal(err)
+		}
+		if run.Iterations > iters {
+			t.Errorf("%s, today's EM: round %d ran %d E-steps, the recorded one %d", name, r, run.Iterations, iters)
 		}
 	}
 }

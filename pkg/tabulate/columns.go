@@ -392,6 +392,18 @@ var menu = []column{
 		}
 		return text(strings.Join(s, "; "))
 	}},
+	{name: "final-iters", header: "finalisation iterations", prec: 0, integer: true, get: func(r *run) value {
+		n := 0
+		for _, run := range training(r).Runs {
+			if strings.HasPrefix(run.Name, "finalise") {
+				n += run.Iterations
+			}
+		}
+		if n == 0 {
+			return missing
+		}
+		return num(float64(n), "")
+	}},
 	{name: "held-out", header: "held-out ends, bits/step, after 0, 1, … splits", prec: -1, get: func(r *run) value {
 		t := training(r)
 		if len(t.HeldOutBits) == 0 {
