@@ -63,37 +63,35 @@ func (g *protoGroup) merge(h *protoGroup) {
 // (spread_a/n_a + spread_b/n_b). It is about 1 for groups of one class, whatever
 // their visits, and grows with the visits for groups of two.
 func protoDistance(a, b *protoGroup) float64 {
-	noise := a.spread()/float64(a.n) + b.spread()/float64(b.n)
+	return over(meanDistance(a, b), a.spread()/float64(a.n)+b.spread()/float64(b.n))
+}
+
+// meanDistance is ‖μ_a − μ_b‖², the squared distance between the groups' mean images.
+func meanDistance(a, b *protoGroup) float64 {
 	d := 0.0
 	for i := range a.sum {
 		x := a.sum[i]/float64(a.n) - b.sum[i]/float64(b.n)
 		d += x * x
 	}
-	if noise <= 0 {
+	return d
+}
+
+// over is d/s for a squared distance d over a noise or spread s >= 0: with s = 0, 0
+// for d = 0 and +Inf otherwise.
+func over(d, s float64) float64 {
+	if s <= 0 {
 		if d == 0 {
 			return 0
 		}
 		return math.Inf(1)
 	}
-	return d / noise
+	return d / s
 }
 
 // protoEffect is the squared distance between the groups' mean images over their
 // frames' mean spread: ‖μ_a − μ_b‖² / ((spread_a + spread_b)/2), whatever their visits.
 func protoEffect(a, b *protoGroup) float64 {
-	spread := (a.spread() + b.spread()) / 2
-	d := 0.0
-	for i := range a.sum {
-		x := a.sum[i]/float64(a.n) - b.sum[i]/float64(b.n)
-		d += x * x
-	}
-	if spread <= 0 {
-		if d == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return d / spread
+	return over(meanDistance(a, b), (a.spread()+b.spread())/2)
 }
 
 // protoCloseness is how far apart two groups are on the scale of protoDistance: their
@@ -129,14 +127,7 @@ func mixtureNoise(g *protoGroup, of []*protoGroup) float64 {
 		}
 		res += v * v
 	}
-	noise := g.spread() / float64(g.n)
-	if noise <= 0 {
-		if res == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return res / noise
+	return over(res, g.spread()/float64(g.n))
 }
 
 func dot(a, b []float64) float64 {
