@@ -89,6 +89,11 @@ type Refine struct {
 	Seeded int     `json:"seeded"`
 	Merged float64 `json:"merged"`
 	Apart  float64 `json:"apart"`
+	// SameEffect is the largest share of their frames' spread by which the mean images
+	// of two groups merged as one class read as two tokens differed (0 with none);
+	// ApartEffect the smallest between the groups kept (0 with one).
+	SameEffect  float64 `json:"same_effect,omitempty"`
+	ApartEffect float64 `json:"apart_effect,omitempty"`
 	// Mixtures is the groups dropped as mixtures of larger ones (their states left out);
 	// Mixed the largest mixture noise of those dropped (squared distance of the mean image
 	// to the nearest mixture of larger groups' over its sampling noise), Unmixed the

@@ -263,7 +263,11 @@ type PseudoClasses struct {
 	Frames []int
 	// Merged is the largest protoCloseness at which two groups were merged, and Apart
 	// the smallest between the groups left (+Inf with one group): the bar lies between.
-	Merged, Apart float64
+	// SameEffect is the largest protoEffect of two groups merged by RefineSameEffect
+	// alone (protoDistance at or above the bar; 0 with none), and ApartEffect the
+	// smallest between the groups kept (+Inf with one): RefineSameEffect lies between.
+	Merged, Apart           float64
+	SameEffect, ApartEffect float64
 	// Seeded is the fewest frames of a state that starts a group: half the median
 	// frames of the visited states (a place's), at least the minimum visits.
 	Seeded int
@@ -358,10 +362,14 @@ func pseudoClasses(states []int, numStates, pixels int, image func(i int, dst []
 		pc.LeftOut = append(pc.LeftOut, g.states...)
 		pc.Unlabelled += g.n
 	}
-	if pc.Mixtures > 0 { // the smallest closeness between the groups kept
+	pc.ApartEffect = math.Inf(1)
+	if pc.Mixtures > 0 {
 		pc.Apart = math.Inf(1)
-		for i, a := range kept {
-			for _, b := range kept[i+1:] {
+	}
+	for i, a := range kept {
+		for _, b := range kept[i+1:] {
+			pc.ApartEffect = min(pc.ApartEffect, protoEffect(a, b))
+			if pc.Mixtures > 0 { // the smallest closeness between the groups kept
 				pc.Apart = min(pc.Apart, protoCloseness(a, b, bar))
 			}
 		}
@@ -441,6 +449,9 @@ func mergeGroups(groups []*protoGroup, bar float64, pc *PseudoClasses) []*protoG
 			break
 		}
 		pc.Merged = max(pc.Merged, best)
+		if protoDistance(groups[bi], groups[bj]) >= bar {
+			pc.SameEffect = max(pc.SameEffect, protoEffect(groups[bi], groups[bj]))
+		}
 		groups[bi].merge(groups[bj])
 		groups[bj] = nil
 		for k, gk := range groups {

@@ -274,6 +274,11 @@ func TestPseudoClassesSelectionAndMixtures(t *testing.T) {
 	if !(pc.Merged < RefineBar && pc.Apart > 100) {
 		t.Errorf("merged up to %g, apart from %g", pc.Merged, pc.Apart)
 	}
+	// The effect of states 0 and 1 (0.2² · 8 / 64 = 0.005, up to noise); the classes'
+	// means are 1.5² · 16 / 64 = 0.56 apart.
+	if math.Abs(pc.SameEffect-0.005) > 0.003 || math.Abs(pc.ApartEffect-0.5625) > 0.05 {
+		t.Errorf("effect merged %g, apart %g: want about 0.005 and 0.56", pc.SameEffect, pc.ApartEffect)
+	}
 	if z := mixtureNoise(group(4), []*protoGroup{group(0), group(2)}); z > 5 {
 		t.Errorf("state 4's mixture noise %.2f over A and B, want about 1", z)
 	}

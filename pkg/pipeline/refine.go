@@ -201,6 +201,10 @@ func (r *refiner) begin(fin *finalMap) error {
 	if !math.IsInf(pc.Unmixed, 0) {
 		rec.Unmixed = pc.Unmixed
 	}
+	rec.SameEffect = pc.SameEffect
+	if !math.IsInf(pc.ApartEffect, 0) {
+		rec.ApartEffect = pc.ApartEffect
+	}
 	r.say("the map's %d tokens show %d pseudo-classes (states merged up to %.2f, groups apart from %.2f, %d mixture(s) of them dropped; %d frames unlabelled)",
 		k, len(pc.Groups), pc.Merged, apart, pc.Mixtures, pc.Unlabelled)
 	zs, err := d.latents(fin.vq)

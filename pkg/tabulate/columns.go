@@ -308,6 +308,18 @@ var menu = []column{
 		}
 		return missing
 	}},
+	{name: "same-effect", header: "one class as two tokens, largest", prec: 4, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.Skipped == "" && f.ApartEffect > 0 {
+			return num(f.SameEffect, "")
+		}
+		return missing
+	}},
+	{name: "apart-effect", header: "two classes, smallest", prec: 3, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.ApartEffect > 0 {
+			return num(f.ApartEffect, "")
+		}
+		return missing
+	}},
 	{name: "mixed", header: "mixture noise, largest dropped", prec: 1, get: func(r *run) value {
 		if f := refineOf(r); f != nil && f.Mixtures > 0 {
 			return num(f.Mixed, "")
