@@ -309,7 +309,7 @@ var menu = []column{
 		return missing
 	}},
 	{name: "same-effect", header: "one class as two tokens, largest", prec: 4, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.Skipped == "" && f.ApartEffect > 0 {
+		if f := refineOf(r); f != nil && f.SameEffect > 0 {
 			return num(f.SameEffect, "")
 		}
 		return missing
