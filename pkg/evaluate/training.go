@@ -83,11 +83,24 @@ type Refine struct {
 	PseudoClasses int   `json:"pseudo_classes"`
 	Frames        []int `json:"frames,omitempty"`
 	// Seeded is the fewest frames of a state that started a group; Merged the largest
-	// distance (squared distance of mean images over their sampling noise) at which two
-	// groups were merged, Apart the smallest between the groups kept (0 with one).
+	// distance (squared distance of mean images over their sampling noise, or bar times
+	// that over RefineSameEffect of their spread where smaller) at which two groups were
+	// merged, Apart the smallest between the groups kept (0 with one).
 	Seeded int     `json:"seeded"`
 	Merged float64 `json:"merged"`
 	Apart  float64 `json:"apart"`
+	// SameEffect is the largest share of their frames' spread by which the mean images
+	// of two groups merged as one class read as two tokens differed (0 with none);
+	// ApartEffect the smallest between the groups kept (0 with one).
+	SameEffect  float64 `json:"same_effect,omitempty"`
+	ApartEffect float64 `json:"apart_effect,omitempty"`
+	// Mixtures is the groups dropped as mixtures of larger ones (their states left out);
+	// Mixed the largest mixture noise of those dropped (squared distance of the mean image
+	// to the nearest mixture of larger groups' over its sampling noise), Unmixed the
+	// smallest of the groups kept from the third on (0 with none).
+	Mixtures int     `json:"mixtures,omitempty"`
+	Mixed    float64 `json:"mixed,omitempty"`
+	Unmixed  float64 `json:"unmixed,omitempty"`
 	// LeftOut is the visited states that joined no group, and Unlabelled their frames.
 	LeftOut    int `json:"left_out"`
 	Unlabelled int `json:"unlabelled"`
@@ -443,8 +456,12 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 		case r.Skipped != "":
 			row("refinement", "skipped: %s", r.Skipped)
 		default:
-			text := fmt.Sprintf("%d pseudo-classes from the map's %d tokens (%d frames unlabelled), %d teaching epoch(s), %.1f%% of the labelled frames on their pseudo-class, %d frames relabelled",
-				r.PseudoClasses, r.Tokens, r.Unlabelled, len(r.Epochs), 100*r.OnLabel, r.Relabelled)
+			mixtures := ""
+			if r.Mixtures > 0 {
+				mixtures = fmt.Sprintf("%d mixture(s) of them dropped, ", r.Mixtures)
+			}
+			text := fmt.Sprintf("%d pseudo-classes from the map's %d tokens (%s%d frames unlabelled), %d teaching epoch(s), %.1f%% of the labelled frames on their pseudo-class, %d frames relabelled",
+				r.PseudoClasses, r.Tokens, mixtures, r.Unlabelled, len(r.Epochs), 100*r.OnLabel, r.Relabelled)
 			if r.Reverted != "" {
 				text += "; the refined map was dropped: " + r.Reverted
 			}

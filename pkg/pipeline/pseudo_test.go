@@ -3,8 +3,11 @@ package pipeline
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestProtoDistance: frames (0,0), (2,0) and (4,0), (4,2): means (1,0) and (4,1),
@@ -116,5 +119,172 @@ func TestPseudoClasses(t *testing.T) {
 	}
 	if _, err := pseudoClasses(states, 9, pixels, func(int, []float32) {}, 1, RefineBar); err == nil {
 		t.Error("minVisits 1 accepted")
+	}
+}
+
+// TestNNLS: nnls against brute force on random problems min ‖Aw − b‖², w ≥ 0: every
+// subset of the coordinates solved unconstrained by gonum's least squares (mat.Dense
+// Solve on A's columns), the best feasible one kept. The objectives agree to 1e-9 of
+// ‖b‖² and the weights to 1e-6.
+func TestNNLS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		k, rows := 1+trial%5, 8
+		a := mat.NewDense(rows, k, nil)
+		b := mat.NewVecDense(rows, nil)
+		for i := range rows {
+			for j := range k {
+				a.Set(i, j, rng.NormFloat64())
+			}
+			b.SetVec(i, rng.NormFloat64())
+		}
+		if trial%3 == 0 { // b a nonnegative mixture of A's columns plus a little noise
+			for i := range rows {
+				v := 0.0
+				for j := range k {
+					v += float64(j+1) / float64(k) * a.At(i, j)
+				}
+				b.SetVec(i, v+0.01*rng.NormFloat64())
+			}
+		}
+		objective := func(w []float64) float64 {
+			r := mat.NewVecDense(rows, nil)
+			r.MulVec(a, mat.NewVecDense(k, slices.Clone(w)))
+			r.SubVec(r, b)
+			return mat.Dot(r, r)
+		}
+		bestW, bestF := make([]float64, k), mat.Dot(b, b)
+		for set := 1; set < 1<<k; set++ {
+			var cols []int
+			for j := range k {
+				if set&(1<<j) != 0 {
+					cols = append(cols, j)
+				}
+			}
+			sub := mat.NewDense(rows, len(cols), nil)
+			for q, j := range cols {
+				for i := range rows {
+					sub.Set(i, q, a.At(i, j))
+				}
+			}
+			var x mat.VecDense
+			if err := x.SolveVec(sub, b); err != nil {
+				continue
+			}
+			w := make([]float64, k)
+			ok := true
+			for q, j := range cols {
+				if w[j] = x.AtVec(q); w[j] < 0 {
+					ok = false
+				}
+			}
+			if f := objective(w); ok && f < bestF {
+				bestW, bestF = w, f
+			}
+		}
+		gram := make([][]float64, k)
+		c := make([]float64, k)
+		for i := range k {
+			gram[i] = make([]float64, k)
+			for j := range k {
+				gram[i][j] = mat.Dot(a.ColView(i), a.ColView(j))
+			}
+			c[i] = mat.Dot(a.ColView(i), b)
+		}
+		w := nnls(gram, c)
+		for j, v := range w {
+			if v < 0 || math.Abs(v-bestW[j]) > 1e-6 {
+				t.Fatalf("trial %d: nnls %v, brute force %v", trial, w, bestW)
+			}
+		}
+		if f := objective(w); math.Abs(f-bestF) > 1e-9*mat.Dot(b, b) {
+			t.Fatalf("trial %d: objective %g, brute force %g", trial, f, bestF)
+		}
+	}
+}
+
+// TestPseudoClassesSelectionAndMixtures: 64-pixel images as in TestPseudoClasses
+// (spread 64, classes' means 1.5 apart in 8 pixels: protoEffect 36/64). State 1 shows
+// class A with its mean 0.2 off in 8 pixels (a token's selection: protoEffect 0.005,
+// but protoDistance 5 at 2000 frames each), so it joins A by RefineSameEffect alone.
+// State 4 shows A and B half and half with as many frames as a place: a mixture of the
+// larger groups, dropped and left out.
+func TestPseudoClassesSelectionAndMixtures(t *testing.T) {
+	const pixels = 64
+	rng := rand.New(rand.NewPCG(5, 6))
+	var states []int
+	var images [][]float32
+	add := func(state, class, n int, shift float64) {
+		for range n {
+			x := make([]float32, pixels)
+			for j := range x {
+				m := 0.0
+				if j/8 == class {
+					m = 1.5
+				}
+				if class == 0 && j >= 32 && j < 40 {
+					m += shift
+				}
+				x[j] = float32(m + rng.NormFloat64())
+			}
+			states = append(states, state)
+			images = append(images, x)
+		}
+	}
+	add(0, 0, 2000, 0)
+	add(1, 0, 2000, 0.2)
+	add(2, 1, 1500, 0)
+	add(3, 2, 700, 0)
+	add(4, 0, 300, 0)
+	add(4, 1, 300, 0)
+	add(5, 1, 500, 0)
+	add(6, 1, 500, 0)
+	add(7, 2, 500, 0)
+	image := func(i int, dst []float32) { copy(dst, images[i]) }
+	group := func(s int) *protoGroup {
+		g := &protoGroup{states: []int{s}, sum: make([]float64, pixels)}
+		for i, st := range states {
+			if st == s {
+				g.n++
+				for j, v := range images[i] {
+					g.sum[j] += float64(v)
+					g.sq += float64(v) * float64(v)
+				}
+			}
+		}
+		return g
+	}
+	if d, e := protoDistance(group(0), group(1)), protoEffect(group(0), group(1)); d < RefineBar || e > RefineSameEffect {
+		t.Fatalf("states 0 and 1: protoDistance %.2f, protoEffect %.4f; the test wants them apart by the first and one by the second", d, e)
+	}
+	pc, err := pseudoClasses(states, 8, pixels, image, 5, RefineBar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0, 1}, {2, 5, 6}, {3, 7}}
+	if !reflect.DeepEqual(pc.Groups, want) || !slices.Equal(pc.Frames, []int{4000, 2500, 1200}) {
+		t.Errorf("groups %v with frames %v, want %v with [4000 2500 1200]", pc.Groups, pc.Frames, want)
+	}
+	if pc.Mixtures != 1 || !slices.Equal(pc.LeftOut, []int{4}) || pc.Unlabelled != 600 {
+		t.Errorf("%d mixture(s), left out %v (%d frames), want 1, [4] (600)", pc.Mixtures, pc.LeftOut, pc.Unlabelled)
+	}
+	if !(pc.Mixed > 0 && pc.Mixed < RefineMixBar && pc.Unmixed > RefineMixBar && !math.IsInf(pc.Unmixed, 0)) {
+		t.Errorf("mixture noise dropped up to %g, kept from %g: want RefineMixBar between", pc.Mixed, pc.Unmixed)
+	}
+	if !(pc.Merged < RefineBar && pc.Apart > 100) {
+		t.Errorf("merged up to %g, apart from %g", pc.Merged, pc.Apart)
+	}
+	// The effect of states 0 and 1 (0.2² · 8 / 64 = 0.005, up to noise); the classes'
+	// means are 1.5² · 16 / 64 = 0.56 apart.
+	if math.Abs(pc.SameEffect-0.005) > 0.003 || math.Abs(pc.ApartEffect-0.5625) > 0.05 {
+		t.Errorf("effect merged %g, apart %g: want about 0.005 and 0.56", pc.SameEffect, pc.ApartEffect)
+	}
+	if z := mixtureNoise(group(4), []*protoGroup{group(0), group(2)}); z > 5 {
+		t.Errorf("state 4's mixture noise %.2f over A and B, want about 1", z)
+	}
+	// No mixture of A and B reaches C's 8 pixels at 1.5: the residual is 8·1.5² = 18
+	// over a noise of 64/700.
+	if z := mixtureNoise(group(3), []*protoGroup{group(0), group(2)}); math.Abs(z/(18*700/64.0)-1) > 0.1 {
+		t.Errorf("class C's mixture noise %.2f over A and B, want about %.1f", z, 18*700/64.0)
 	}
 }

@@ -197,9 +197,16 @@ func (r *refiner) begin(fin *finalMap) error {
 		apart = 0
 	}
 	rec := evaluate.Refine{Tokens: k, PseudoClasses: len(pc.Groups), Frames: pc.Frames, Seeded: pc.Seeded,
-		Merged: pc.Merged, Apart: apart, LeftOut: len(pc.LeftOut), Unlabelled: pc.Unlabelled}
-	r.say("the map's %d tokens show %d pseudo-classes (states merged up to %.2f, groups apart from %.2f; %d frames unlabelled)",
-		k, len(pc.Groups), pc.Merged, apart, pc.Unlabelled)
+		Merged: pc.Merged, Apart: apart, Mixtures: pc.Mixtures, Mixed: pc.Mixed, LeftOut: len(pc.LeftOut), Unlabelled: pc.Unlabelled}
+	if !math.IsInf(pc.Unmixed, 0) {
+		rec.Unmixed = pc.Unmixed
+	}
+	rec.SameEffect = pc.SameEffect
+	if !math.IsInf(pc.ApartEffect, 0) {
+		rec.ApartEffect = pc.ApartEffect
+	}
+	r.say("the map's %d tokens show %d pseudo-classes (states merged up to %.2f, groups apart from %.2f, %d mixture(s) of them dropped; %d frames unlabelled)",
+		k, len(pc.Groups), pc.Merged, apart, pc.Mixtures, pc.Unlabelled)
 	zs, err := d.latents(fin.vq)
 	if err != nil {
 		return err

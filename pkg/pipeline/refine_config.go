@@ -42,4 +42,12 @@ const (
 	RefineBar = 4.0
 	// RefineMinVisits is the fewest frames of a state that pseudoClasses groups.
 	RefineMinVisits = 20
+	// RefineSameEffect is the protoEffect below which two groups show one class whatever
+	// their protoDistance: mean images closer than 1 % of their frames' spread (the
+	// encoder's selection, not a class, makes such a difference; results/notes/refine.md
+	// gives both as measured).
+	RefineSameEffect = 0.01
+	// RefineMixBar is the mixtureNoise below which a group is a mixture of larger ones
+	// and no class (results/notes/refine.md gives mixtures' and classes' as measured).
+	RefineMixBar = 50.0
 )

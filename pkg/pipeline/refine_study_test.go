@@ -75,6 +75,9 @@ func TestPseudoClassStudy(t *testing.T) {
 		for i, f := range d.allFrames {
 			classes[i] = d.train.Label(f)
 		}
+		if out := os.Getenv("REFINE_DUMP"); out != "" {
+			dumpStates(t, out+"/"+strings.ReplaceAll(strings.Trim(dir, "/"), "/", "_")+".json", states, classes, res.HMM.N(), side*side, d)
+		}
 		fmt.Printf("%s: %d frames, %d states, %d pseudo-classes (codebook %d), merged up to %.2f, apart from %.2f, seeded from %d frames, left out %v, %d frames unlabelled\n",
 			dir, len(states), res.HMM.N(), len(pc.Groups), res.Config.VQVAE.K, pc.Merged, pc.Apart, pc.Seeded, pc.LeftOut, pc.Unlabelled)
 		var lab, labClass []int
@@ -374,4 +377,45 @@ func heldOutPurity(t *testing.T, res *Result, vq *vqvae.Model) float64 {
 		classes[i] = env.Class[g]
 	}
 	return evaluate.ScoreTokens(tokens, classes, nil).Purity
+}
+
+// dumpStates writes, per visited state, its frames' count, pixel sums, sum of
+// squares and class counts (labels: scoring only) as JSON to path.
+func dumpStates(t *testing.T, path string, states, classes []int, numStates, pixels int, d *data) {
+	type st struct {
+		State   int         `json:"state"`
+		N       int         `json:"n"`
+		Sq      float64     `json:"sq"`
+		Sum     []float64   `json:"sum"`
+		Classes map[int]int `json:"classes"`
+	}
+	by := make([]*st, numStates)
+	buf := make([]float32, pixels)
+	for i, s := range states {
+		g := by[s]
+		if g == nil {
+			g = &st{State: s, Sum: make([]float64, pixels), Classes: map[int]int{}}
+			by[s] = g
+		}
+		d.train.Float(d.allFrames[i], buf)
+		g.N++
+		g.Classes[classes[i]]++
+		for j, v := range buf {
+			g.Sum[j] += float64(v)
+			g.Sq += float64(v) * float64(v)
+		}
+	}
+	var out []*st
+	for _, g := range by {
+		if g != nil {
+			out = append(out, g)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -296,6 +296,42 @@ var menu = []column{
 		}
 		return num(r.rep.ClassPerplexity, "")
 	}},
+	{name: "pseudo-classes", header: "pseudo-classes", prec: 0, integer: true, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.Skipped == "" {
+			return num(float64(f.PseudoClasses), "")
+		}
+		return missing
+	}},
+	{name: "mixtures", header: "mixtures dropped", prec: 0, integer: true, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.Skipped == "" {
+			return num(float64(f.Mixtures), "")
+		}
+		return missing
+	}},
+	{name: "same-effect", header: "one class as two tokens, largest", prec: 4, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.SameEffect > 0 {
+			return num(f.SameEffect, "")
+		}
+		return missing
+	}},
+	{name: "apart-effect", header: "two classes, smallest", prec: 3, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.ApartEffect > 0 {
+			return num(f.ApartEffect, "")
+		}
+		return missing
+	}},
+	{name: "mixed", header: "mixture noise, largest dropped", prec: 1, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.Mixtures > 0 {
+			return num(f.Mixed, "")
+		}
+		return missing
+	}},
+	{name: "unmixed", header: "mixture noise, smallest kept", prec: 0, get: func(r *run) value {
+		if f := refineOf(r); f != nil && f.Unmixed > 0 {
+			return num(f.Unmixed, "")
+		}
+		return missing
+	}},
 	{name: "tokens-per-place", header: "tokens per place", prec: 2, get: func(r *run) value { return num(r.rep.TokensPerPlaceMean, "") }},
 	{name: "places-per-token", header: "most places per token", prec: 0, integer: true, get: func(r *run) value {
 		return num(float64(r.rep.PlacesPerTokenMax), "")
@@ -471,4 +507,12 @@ var menu = []column{
 			return fmt.Sprintf("%s / %s (%s)", fmtNum(n[0], 3), fmtNum(n[1], 3), fmtNum(n[2], 3))
 		}, open, mpc, ratio)
 	}},
+}
+
+// refineOf is the report's refinement record (nil without one).
+func refineOf(r *run) *evaluate.Refine {
+	if r.rep.Training == nil {
+		return nil
+	}
+	return r.rep.Training.Refine
 }
