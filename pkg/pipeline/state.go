@@ -160,14 +160,14 @@ func (st *runState) lastBackend() string {
 // finalEMState is what FinalEM carries from one split round to the next, so that a
 // finalisation resumed from it continues exactly as the uninterrupted one would.
 type finalEMState struct {
-	Round     int         // the next round to train
+	Round int // the next round to train
 	// Segments is the segments of the segmented E-step (chmm.EMConfig.Segments; the
 	// GOMAXPROCS the finalisation began with, at least 1), under which every round runs
 	// SQUAREM and stops on chmm.DefaultStopGain. 0: a finalisation begun before the
 	// segmented E-step, which goes on as it began: the walks' starts cut into Pieces
 	// sequences, plain EM for Final.Iters iterations a round.
-	Segments int
-	Pieces   int // under Segments 0: the pieces (GOMAXPROCS when it began)
+	Segments  int
+	Pieces    int         // under Segments 0: the pieces (GOMAXPROCS when it began)
 	Start     string      // model file: the next round's start (the kept clones, split)
 	Conf      [][]float64 // the confusion matrix the next round starts from
 	Best      string      // model file: the map with the cheapest held-out ends so far
