@@ -296,42 +296,24 @@ var menu = []column{
 		}
 		return num(r.rep.ClassPerplexity, "")
 	}},
-	{name: "pseudo-classes", header: "pseudo-classes", prec: 0, integer: true, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.Skipped == "" {
-			return num(float64(f.PseudoClasses), "")
-		}
-		return missing
-	}},
-	{name: "mixtures", header: "mixtures dropped", prec: 0, integer: true, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.Skipped == "" {
-			return num(float64(f.Mixtures), "")
-		}
-		return missing
-	}},
-	{name: "same-effect", header: "one class as two tokens, largest", prec: 4, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.SameEffect > 0 {
-			return num(f.SameEffect, "")
-		}
-		return missing
-	}},
-	{name: "apart-effect", header: "two classes, smallest", prec: 3, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.ApartEffect > 0 {
-			return num(f.ApartEffect, "")
-		}
-		return missing
-	}},
-	{name: "mixed", header: "mixture noise, largest dropped", prec: 1, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.Mixtures > 0 {
-			return num(f.Mixed, "")
-		}
-		return missing
-	}},
-	{name: "unmixed", header: "mixture noise, smallest kept", prec: 0, get: func(r *run) value {
-		if f := refineOf(r); f != nil && f.Unmixed > 0 {
-			return num(f.Unmixed, "")
-		}
-		return missing
-	}},
+	{name: "pseudo-classes", header: "pseudo-classes", prec: 0, integer: true, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return float64(f.PseudoClasses), f.Skipped == ""
+	})},
+	{name: "mixtures", header: "mixtures dropped", prec: 0, integer: true, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return float64(f.Mixtures), f.Skipped == ""
+	})},
+	{name: "same-effect", header: "one class as two tokens, largest", prec: 4, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return f.SameEffect, f.SameEffect > 0
+	})},
+	{name: "apart-effect", header: "two classes, smallest", prec: 3, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return f.ApartEffect, f.ApartEffect > 0
+	})},
+	{name: "mixed", header: "mixture noise, largest dropped", prec: 1, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return f.Mixed, f.Mixtures > 0
+	})},
+	{name: "unmixed", header: "mixture noise, smallest kept", prec: 0, get: refineNum(func(f *evaluate.Refine) (float64, bool) {
+		return f.Unmixed, f.Unmixed > 0
+	})},
 	{name: "tokens-per-place", header: "tokens per place", prec: 2, get: func(r *run) value { return num(r.rep.TokensPerPlaceMean, "") }},
 	{name: "places-per-token", header: "most places per token", prec: 0, integer: true, get: func(r *run) value {
 		return num(float64(r.rep.PlacesPerTokenMax), "")
@@ -509,10 +491,16 @@ var menu = []column{
 	}},
 }
 
-// refineOf is the report's refinement record (nil without one).
-func refineOf(r *run) *evaluate.Refine {
-	if r.rep.Training == nil {
-		return nil
+// refineNum is a column of the report's refinement record: get's number where it says
+// the record has it, missing without a record.
+func refineNum(get func(f *evaluate.Refine) (float64, bool)) func(r *run) value {
+	return func(r *run) value {
+		if r.rep.Training == nil || r.rep.Training.Refine == nil {
+			return missing
+		}
+		if x, ok := get(r.rep.Training.Refine); ok {
+			return num(x, "")
+		}
+		return missing
 	}
-	return r.rep.Training.Refine
 }
