@@ -120,7 +120,7 @@ reproduce-bigger: build
 	$(BIN) reproduce --suite bigger --seeds 10 --collect --out results
 
 # Issue 18's bigger worlds from MNIST pixels, seeds SEEDS (default 1-3), with the settings that recover
-# them, which big_room and tiled name for themselves (gradcscg train --preset help): scaled emissions, the
+# them, which the pipeline chooses for worlds of 100 places or more (gradcscg train --preset help): scaled emissions, the
 # walks' token merge and the EM finalisation; big_room with 40 codes merged to 30, tiled with the default
 # codebook. Measured one run per core (GOMAXPROCS=1), beside other runs: 4.3-8.6 hours a run. An
 # interrupted run resumes with the same command, and a finished one is loaded; each report is copied to
