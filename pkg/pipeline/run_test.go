@@ -19,6 +19,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -1275,5 +1276,51 @@ func TestPhaseBackends(t *testing.T) {
 	again, err := Run(context.Background(), dir, cfg, nil)
 	if err != nil || !reflect.DeepEqual(again.PhaseBackends, want) {
 		t.Errorf("loaded again: %v, %v", again.PhaseBackends, err)
+	}
+}
+
+// TestReportRecordsWorldChoices: a run on a custom world of 100 places, one class at
+// 64 of them (big_room's layout renamed), records in its report the settings chosen
+// for that world that it kept, with their reasons, and not those a setting replaced
+// (the data size and the two merges here).
+func TestReportRecordsWorldChoices(t *testing.T) {
+	b, err := gridworld.Named("big_room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := gridworld.ParseLayout("mine", strings.NewReader(b.Layout()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ConfigFor(e)
+	tiny := tinyConfig(t)
+	cfg.Data, cfg.Eval.Steps, cfg.Warmup.Epochs, cfg.Warmup.Batch, cfg.Warmup.RecenterFrames = tiny.Data, tiny.Eval.Steps, 1, 64, 1000
+	cfg.VQVAE.Arch, cfg.VQVAE.D = "mlp", 16
+	cfg.Joint.Iters, cfg.Joint.ChunkLen, cfg.Joint.Batch, cfg.Joint.CheckpointEvery, cfg.Joint.Clones = 4, 64, 2, 5, 2
+	cfg.Final.Iters, cfg.Final.SplitRounds, cfg.Final.Clones = 5, 1, 2
+	for _, kv := range []string{"warmup.merge_codes=0", "final.merge_tokens=0"} { // tiny walks tell few codes apart
+		if err := cfg.Set(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"joint.scaled_emissions=true: 100 places (bigger worlds: 100 or more): the joint phase holds apart tokens its early map cannot tell apart",
+		"final.trainer=em: 100 places (bigger worlds: 100 or more): EM grows the budget by splitting and reads the tokens through a learned confusion matrix",
+		"vqvae.k=40: class 0 is at 64 of the 100 places: the warm-up gives its frames most codes; 4 codes per class",
+	}
+	if !slices.Equal(rep.Chosen, want) {
+		t.Errorf("chosen:\n%s\nwant\n%s", strings.Join(rep.Chosen, "\n"), strings.Join(want, "\n"))
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"chosen": [`) || !strings.Contains(string(raw), "4 codes per class") {
+		t.Errorf("report.json does not record the choices")
 	}
 }
