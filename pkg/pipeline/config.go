@@ -59,6 +59,11 @@ const (
 	// SplitPatience is how many split rounds in a row may miss SplitGain before FinalEM
 	// stops.
 	SplitPatience = 2
+	// SplitMinSteps is the training steps per state that FinalEM's walks must hold for
+	// another split round: it stops where splitting the clones in use would leave fewer
+	// (a full-size walk holds thousands per state; tiny walks otherwise grow a state for
+	// every few steps).
+	SplitMinSteps = 100
 	// ConfusionMin drops the entries of the learned confusion matrix below it after
 	// every split round, and ConfusionBeam is the share of the filtered mass below which
 	// a candidate token is skipped at a step (chmm.EMConfig.ConfusionBeam).
@@ -539,7 +544,8 @@ func (c Config) WithFinalTrainer(trainer string) Config {
 // the CI map-recovery test: the MLP VQ-VAE (WithArch), at most 4 episodes of 5,000
 // steps (held-out episode 5,000 steps), 6 warm-up epochs of batch 64 re-seeded from
 // 4,000 frames, 300 joint iterations of 4 chunks × 128 steps, 500 finalisation
-// iterations and pruning at 0.2% of the steps. Everything else is c's.
+// iterations, pruning at 0.2% of the steps, and neither of the walks' merges
+// (Warmup.MergeCodes, Final.MergeTokens). Everything else is c's.
 func CISized(c Config) Config {
 	c = c.WithArch(string(vqvae.ArchMLP))
 	c.Data.Episodes = min(c.Data.Episodes, 4)
@@ -549,5 +555,6 @@ func CISized(c Config) Config {
 	c.Joint.Iters, c.Joint.ChunkLen, c.Joint.Batch, c.Joint.CheckpointEvery = 300, 128, 4, 50
 	c.Final.Iters = 500
 	c.Final.Prune = 0.002
+	c.Warmup.MergeCodes, c.Final.MergeTokens = 0, 0 // their G-tests need full-size walks
 	return c
 }

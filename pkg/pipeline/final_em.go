@@ -167,8 +167,10 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 }
 
 // judge scores round's trained map m on the held-out ends of the walks, keeps the best
-// so far, and ends the rounds after patience rounds without a gain of SplitGain or
-// after Final.SplitRounds; else it keeps the clones with chmm.UsedShare of their token's
+// so far, and ends the rounds after patience rounds without a gain of SplitGain, after
+// Final.SplitRounds, or where another split would leave fewer than SplitMinSteps
+// training steps per state (a finalisation begun before the segmented E-step, whose
+// state has Segments 0, goes on without this stop); else it keeps the clones with chmm.UsedShare of their token's
 // expected visits (chmm.GrowBySplitting.Judge).
 func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) {
 	f, cfg := e.f, e.f.s.cfg
@@ -211,6 +213,9 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
 	}
 	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
+	if steps, least := stepsOf(e.train), e.minSteps(); why == "" && e.s.Segments != 0 && steps < least*(2*kept+1) {
+		why = fmt.Sprintf("the walks' %d steps are fewer than %d per state of another split (%d): the map of round %d kept", steps, least, 2*kept+1, e.bestRound)
+	}
 	if out := f.s.out; out != nil {
 		fmt.Fprintf(out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
 		if why != "" {
@@ -220,6 +225,23 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		}
 	}
 	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// minSteps is SplitMinSteps, or the hook's.
+func (e *emRounds) minSteps() int {
+	if h := e.f.s.hooks; h != nil && h.splitMinSteps > 0 {
+		return h.splitMinSteps
+	}
+	return SplitMinSteps
+}
+
+// stepsOf returns the steps of seqs.
+func stepsOf(seqs []chmm.Sequence) int {
+	n := 0
+	for _, q := range seqs {
+		n += len(q.Obs)
+	}
+	return n
 }
 
 // keep puts the rounds' bookkeeping as round begins into the checkpoint.

@@ -830,6 +830,7 @@ func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {
 	t.Helper()
 	cfg := tinyConfig(t)
 	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 20, 3
+	cfg.Data.Steps = 2000 // SplitMinSteps per state for all 3 split rounds of 4 tokens (33 states)
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), dir, cfg, progressOut())
 	if err != nil {

@@ -153,7 +153,7 @@ const newEMTolerance = 1e-4
 // old one's record want (TestFinalEMSplitRoundsAsRecorded).
 func checkNewEM(t *testing.T, name string, cfg Config, seqs []chmm.Sequence, numActions int, want emRecord) {
 	t.Helper()
-	f := testFinaliser(cfg, nil, nil, nil)
+	f := testFinaliser(cfg, nil, nil, &hooks{splitMinSteps: 1}) // the record's rounds predate SplitMinSteps
 	hmm, err := f.em(seqs, 4, numActions)
 	if err != nil {
 		t.Fatal(err)
@@ -195,4 +195,49 @@ func recordedTolerance() float64 {
 		return 0
 	}
 	return 1e-6
+}
+
+// TestFinalEMStopsWhereStepsRunOut: on walks of 1,200 steps (4 tokens, misread with
+// probability 0.08) the split rounds stop where splitting the clones in use would
+// leave fewer than SplitMinSteps steps per state: after round 1 (8 clones in use, 17
+// states after a split, 1,200 < 1,700), though 5 rounds are allowed and the held-out
+// ends still fall; with the bound lowered to 1 (hooks) they go on.
+func TestFinalEMStopsWhereStepsRunOut(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := gridworld.NewRand(7)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, 600)
+		obs := slices.Clone(ep.Obs)
+		for i, o := range obs {
+			if rng.Float64() < 0.08 {
+				obs[i] = (o + 1) % 4
+			}
+		}
+		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.WithFinalTrainer(FinalEM)
+	cfg.Final.Iters, cfg.Final.SplitRounds = 60, 5
+	for _, c := range []struct {
+		h      *hooks
+		rounds int
+	}{{nil, 2}, {&hooks{splitMinSteps: 1}, 3}} {
+		var out strings.Builder
+		f := testFinaliser(cfg, nil, &out, c.h)
+		if _, err := f.em(seqs, 4, env.NumActions()); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		stopped := strings.Contains(text, "per state of another split")
+		if n := len(f.st.Made.HeldOutBits); (c.h == nil) != stopped || (c.h == nil && n != c.rounds) || n < c.rounds {
+			t.Errorf("bound %v: %d rounds, stopped by the steps: %v; want %d rounds%s\n%s", c.h, n, stopped, c.rounds, map[bool]string{true: " or more"}[c.h != nil], text)
+		}
+	}
 }
