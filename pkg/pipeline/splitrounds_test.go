@@ -48,18 +48,7 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := gridworld.NewRand(7)
-	var seqs []chmm.Sequence
-	for range 2 {
-		ep := env.Walk(rng, 3000)
-		obs := slices.Clone(ep.Obs)
-		for i, o := range obs {
-			if rng.Float64() < 0.08 {
-				obs[i] = (o + 1) % 4
-			}
-		}
-		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
-	}
+	seqs := misreadWalks(env, 7, 3000, 0.08)
 	patience := emRecord{HeldOutBits: []float64{0.9168627046182101, 0.6717878177666073, 0.45291391197208647, 0.4545454640974032, 0.46082522565297696},
 		Doublings: 2, Clones: []int{4, 4, 4, 4},
 		Runs: []string{"finalise EM, round 0 (5 states): 61", "finalise EM, round 1 (9 states): 61", "finalise EM, round 2 (17 states): 61",
@@ -207,18 +196,7 @@ func TestFinalEMStopsWhereStepsRunOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := gridworld.NewRand(7)
-	var seqs []chmm.Sequence
-	for range 2 {
-		ep := env.Walk(rng, 600)
-		obs := slices.Clone(ep.Obs)
-		for i, o := range obs {
-			if rng.Float64() < 0.08 {
-				obs[i] = (o + 1) % 4
-			}
-		}
-		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
-	}
+	seqs := misreadWalks(env, 7, 600, 0.08)
 	cfg, err := DefaultConfig("aliased")
 	if err != nil {
 		t.Fatal(err)
@@ -240,4 +218,22 @@ func TestFinalEMStopsWhereStepsRunOut(t *testing.T) {
 			t.Errorf("bound %v: %d rounds, stopped by the steps: %v; want %d rounds%s\n%s", c.h, n, stopped, c.rounds, map[bool]string{true: " or more"}[c.h != nil], text)
 		}
 	}
+}
+
+// misreadWalks returns two walks of steps on env (4 tokens) drawn from seed, each token
+// read as the next one with probability flip.
+func misreadWalks(env *gridworld.Env, seed uint64, steps int, flip float64) []chmm.Sequence {
+	rng := gridworld.NewRand(seed)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, steps)
+		obs := slices.Clone(ep.Obs)
+		for i, o := range obs {
+			if rng.Float64() < flip {
+				obs[i] = (o + 1) % 4
+			}
+		}
+		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	return seqs
 }
