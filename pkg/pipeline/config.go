@@ -57,8 +57,12 @@ const (
 	// to count it as progress.
 	SplitGain = 0.0005
 	// SplitPatience is how many split rounds in a row may miss SplitGain before FinalEM
-	// stops.
-	SplitPatience = 2
+	// stops: the first (held-out ends that stop improving have not improved again in
+	// any recorded finalisation, and the round after the kept map is its costliest).
+	// A finalisation begun before it was recorded (finalEMState.Patience 0) goes on
+	// with legacySplitPatience and without the SplitMinSteps stop.
+	SplitPatience       = 1
+	legacySplitPatience = 2
 	// SplitMinSteps is the training steps per state that FinalEM's walks must hold for
 	// another split round: it stops where splitting the clones in use would leave fewer
 	// (a full-size walk holds thousands per state; tiny walks otherwise grow a state for

@@ -197,6 +197,9 @@ type hooks struct {
 	// legacyEM begins an EM finalisation as one begun before the segmented E-step
 	// (finalEMState.Segments 0, Pieces GOMAXPROCS).
 	legacyEM bool
+	// preStops begins an EM finalisation as one begun before finalEMState.Patience
+	// (Patience 0), with the segmented E-step.
+	preStops bool
 	// emRound sees each EM finalisation round's trained map and its confusion matrix
 	// before it is split.
 	emRound func(round int, m *chmm.Model, conf [][]float64) error

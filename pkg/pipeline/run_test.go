@@ -824,6 +824,50 @@ func TestFinalEMLegacyResumes(t *testing.T) {
 	}
 }
 
+// TestFinalEMPatienceAsBegun: an EM finalisation begun before SplitPatience 1 and
+// the SplitMinSteps stop (its state without Patience) goes on as it began: interrupted
+// after round 0 and resumed by today's code, it ends with the rounds and map of the
+// uninterrupted one begun so, which on these short walks runs more rounds than today's.
+func TestFinalEMPatienceAsBegun(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 20, 3
+	repToday, err := Run(context.Background(), t.TempDir(), cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := t.TempDir()
+	repA, err := run(context.Background(), a, cfg, progressOut(), &hooks{preStops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	stop := errors.New("interrupted")
+	interrupt := &hooks{preStops: true, emRound: func(round int, _ *chmm.Model, _ [][]float64) error {
+		if round == 1 {
+			return stop
+		}
+		return nil
+	}}
+	if _, err := run(context.Background(), b, cfg, progressOut(), interrupt); !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if st := mustState(t, b); st.FinalEM == nil || st.FinalEM.Patience != 0 || st.FinalEM.Segments < 1 {
+		t.Fatalf("interrupted state %+v: want one begun before Patience", st.FinalEM)
+	}
+	repB, err := run(context.Background(), b, cfg, progressOut(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFinalisation(t, a, b)
+	ta, tb := repA.Training, repB.Training
+	if !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
+		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
+	}
+	if len(repToday.Training.HeldOutBits) >= len(ta.HeldOutBits) {
+		t.Errorf("today's rounds %v, begun before Patience %v: want fewer today on 1,200 steps", repToday.Training.HeldOutBits, ta.HeldOutBits)
+	}
+}
+
 // finalEMRun runs the tiny config with the EM finalisation (20 iterations a round, at
 // most 3 splits) in a new directory, uninterrupted: what the resume tests compare with.
 func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {

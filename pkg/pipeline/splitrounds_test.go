@@ -142,7 +142,7 @@ const newEMTolerance = 1e-4
 // old one's record want (TestFinalEMSplitRoundsAsRecorded).
 func checkNewEM(t *testing.T, name string, cfg Config, seqs []chmm.Sequence, numActions int, want emRecord) {
 	t.Helper()
-	f := testFinaliser(cfg, nil, nil, &hooks{splitMinSteps: 1}) // the record's rounds predate SplitMinSteps
+	f := testFinaliser(cfg, nil, nil, &hooks{splitMinSteps: 1, patience: legacySplitPatience}) // the record's stops
 	hmm, err := f.em(seqs, 4, numActions)
 	if err != nil {
 		t.Fatal(err)
