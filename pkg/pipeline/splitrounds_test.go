@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -10,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
@@ -236,4 +241,46 @@ func misreadWalks(env *gridworld.Env, seed uint64, steps int, flip float64) []ch
 		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
 	}
 	return seqs
+}
+
+// TestSplitPatienceOnRecord checks SplitPatience 1 against every committed report of
+// an EM finalisation (results/**.json with held-out ends per round): in none does a
+// round gain SplitGain over the best so far after a round that missed it, so stopping
+// at the first miss keeps the map that two rounds of patience kept.
+func TestSplitPatienceOnRecord(t *testing.T) {
+	root := filepath.Join("..", "..", "results")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r evaluate.Report
+		if json.Unmarshal(raw, &r) != nil || r.Training == nil || len(r.Training.HeldOutBits) < 2 {
+			return nil
+		}
+		n++
+		bits, best, missed := r.Training.HeldOutBits, math.Inf(1), false
+		for i, b := range bits {
+			if best-b >= SplitGain && missed {
+				t.Errorf("%s: round %d gains after a round that missed: %.4f", path, i, bits)
+			}
+			missed = missed || best-b < SplitGain
+			best = min(best, b)
+		}
+		if keptAt := slices.Index(bits, slices.Min(bits)); keptAt != r.Training.Doublings {
+			t.Errorf("%s: kept round %d, the cheapest is %d: %.4f", path, r.Training.Doublings, keptAt, bits)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Errorf("%d reports with split rounds under %s, want 20 or more", n, root)
+	}
+	t.Logf("%d committed EM finalisations: none gains after a missed round", n)
 }
