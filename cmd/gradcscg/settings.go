@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/experiment"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/pipeline"
 	"github.com/gradcscg/gradcscg/pkg/settings"
 )
@@ -41,9 +42,19 @@ func writePresets(w io.Writer) {
 	for _, p := range pipeline.Presets() {
 		fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Summary)
 	}
-	fmt.Fprintln(w, "environments that name settings of their own (before any preset):")
+	fmt.Fprintf(w, "settings chosen for the world (before any preset; pipeline.WorldSettings): from %d places on,\n", gridworld.BiggerPlaces)
+	fmt.Fprintln(w, "  joint.scaled_emissions=true final.merge_tokens=100 final.trainer=em, and where one class is at more")
+	fmt.Fprintln(w, "  than half of the places also vqvae.k=(4 per class) warmup.merge_codes=30; for example:")
 	for _, env := range []string{"big_room", "tiled"} {
-		fmt.Fprintf(w, "  %-20s %s\n", env, strings.Join(pipeline.EnvSettings(env), " "))
+		e, err := gridworld.Named(env)
+		if err != nil {
+			continue
+		}
+		var kvs []string
+		for _, ch := range pipeline.WorldSettings(e) {
+			kvs = append(kvs, ch.KV())
+		}
+		fmt.Fprintf(w, "  %-20s %s\n", env, strings.Join(kvs, " "))
 	}
 }
 

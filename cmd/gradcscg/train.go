@@ -32,7 +32,7 @@ type trainOptions struct {
 
 func trainFlags(o *trainOptions) *flag.FlagSet {
 	f := newFlagSet("train", "--env NAME | --layout FILE [--preset NAME] [--size full|ci|smoke] [--set key=value]... [--run DIR]")
-	f.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs'); big_room and tiled bring their own settings")
+	f.StringVar(&o.env, "env", "aliased", "built-in environment (see 'gradcscg envs'); worlds of 100 places or more get the bigger worlds' settings (--preset help)")
 	f.StringVar(&o.layout, "layout", "", "custom layout file instead of --env (rows of class ids and # walls, or a graph; format: pkg/gridworld/doc.go)")
 	f.StringVar(&o.dataset, "dataset", "mnist", "images shown at the places: mnist or fashion")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (walks, images, initialisation, held-out episode)")
@@ -114,6 +114,9 @@ func printOrigins(w io.Writer, cfg pipeline.Config, origins []experiment.Origin)
 	preset := ""
 	if cfg.Preset != "" {
 		preset = ", preset " + cfg.Preset
+	}
+	if e, err := cfg.Environment(); err == nil {
+		fmt.Fprintf(w, "world %s: %d places; defaults: %s\n", cfg.Env, e.NumPlaces(), e.Defaults().Source)
 	}
 	if len(origins) == 0 {
 		fmt.Fprintf(w, "settings: the generic defaults of %s%s\n", cfg.Env, preset)

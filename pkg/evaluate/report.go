@@ -117,6 +117,9 @@ type Report struct {
 	OtherReadout *Readout `json:"other_readout,omitempty"`
 	// Training is how the map was made (set by its trainer; nil when unknown).
 	Training *Training `json:"training,omitempty"`
+	// Chosen are the settings a pixel run's pipeline chose for its world and kept
+	// (pipeline.WorldSettings), each "key=value: why"; set by the caller.
+	Chosen []string `json:"chosen,omitempty"`
 }
 
 // requiredKeys are the keys of the reference report format.

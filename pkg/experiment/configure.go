@@ -10,7 +10,7 @@ import (
 
 // PipelineSpec chooses a pixel run's configuration in layers, each over the ones
 // before it: the environment's generic defaults (pipeline.GenericConfig) and the
-// settings it names for itself (pipeline.EnvSettings), Arch, Preset, Size, Arch again
+// settings chosen for its world (pipeline.WorldSettings), Arch, Preset, Size, Arch again
 // (a given architecture outlives the MLP of the CI and smoke sizes), File, and Sets.
 // The CLI (train) and the notebooks (notebook.Configure) choose through it.
 type PipelineSpec struct {
@@ -36,7 +36,7 @@ func SettingsFrom(source string, kvs ...string) []Setting {
 }
 
 // An Origin is a setting whose value differs from the environment's generic defaults,
-// and the layer that set it last: "env big_room", "preset paper", "size ci", "arch",
+// and the layer that set it last: "world: WHY" (pipeline.WorldSettings), "preset paper", "size ci", "arch",
 // "FILE line N", or a Setting's source.
 type Origin struct{ Key, Value, Source string }
 
@@ -86,8 +86,8 @@ func ConfigurePipeline(spec PipelineSpec) (pipeline.Config, []Origin, error) {
 	add := func(source string, f func(*pipeline.Config) error) {
 		steps = append(steps, func() error { return layer(source, f) })
 	}
-	if generic.Layout == "" {
-		add("env "+e.Name, set(pipeline.EnvSettings(e.Name)...))
+	for _, ch := range pipeline.WorldSettings(e) {
+		add("world: "+ch.Why, set(ch.KV()))
 	}
 	if spec.Arch != "" {
 		add("arch "+spec.Arch, set("vqvae.arch="+spec.Arch))

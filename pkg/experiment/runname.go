@@ -116,8 +116,8 @@ var runNameSkip = map[string]bool{"version": true, "env": true, "layout": true, 
 // RunName is the default run directory name of cfg: <env>_<dataset>_seed<N>, then
 // "_<arch>" for a VQ-VAE other than conv, "_ci" or "_smoke" for a run of that Size,
 // then a part per setting that differs from the environment's own defaults at that
-// size and architecture (pipeline.ConfigFor: the settings an environment names for
-// itself are its defaults, so `train --env big_room` runs in big_room_mnist_seed1):
+// size and architecture (pipeline.ConfigFor: the settings chosen for its world are its
+// defaults, so `train --env big_room` runs in big_room_mnist_seed1):
 // the named parts of runNameParts, then
 // cfg.Preset's name where the preset explains settings without a named part, then
 // "_<key><value>" for each other setting. Two configurations never share a name, so

@@ -35,7 +35,8 @@ func ParseSize(s string) (Size, error) {
 // Pipeline returns the pixel-pipeline configuration c at size z: c itself, CI-sized
 // (pipeline.CISized), or smoke-sized: the MLP VQ-VAE (D = 16), 2 episodes of 600
 // steps (held-out 1,000), 2 warm-up epochs of batch 64, 16 joint iterations of 2
-// chunks × 64 steps and 100 finalisation iterations.
+// chunks × 64 steps, 100 finalisation iterations, and neither of the walks' merges
+// (warmup.merge_codes, final.merge_tokens), which tiny walks cannot support.
 func (z Size) Pipeline(c pipeline.Config) pipeline.Config {
 	switch z {
 	case SizeCI:
@@ -48,6 +49,7 @@ func (z Size) Pipeline(c pipeline.Config) pipeline.Config {
 		c.Warmup.RecenterFrames = 1000
 		c.Joint.Iters, c.Joint.ChunkLen, c.Joint.Batch, c.Joint.CheckpointEvery = 16, 64, 2, 5
 		c.Final.Iters = 100
+		c.Warmup.MergeCodes, c.Final.MergeTokens = 0, 0 // their G-tests need full-size walks
 	}
 	return c
 }

@@ -90,8 +90,8 @@ func TestRunName(t *testing.T) {
 	}
 }
 
-// TestRunNameEnvironmentSettings: the settings big_room and tiled name for
-// themselves are their defaults, so a run with no other setting has the plain name,
+// TestRunNameEnvironmentSettings: the settings chosen for big_room's and tiled's
+// worlds (pipeline.WorldSettings) are their defaults, so a run with no other setting has the plain name,
 // and a setting changed back to the generic default is what the name says.
 func TestRunNameEnvironmentSettings(t *testing.T) {
 	for _, c := range []struct {

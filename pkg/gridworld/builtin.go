@@ -22,10 +22,42 @@ type Defaults struct {
 	Source      string // where the numbers come from
 }
 
-// GenericDefaults are the defaults of custom layouts: 4 episodes of 10,000
-// steps and 10 clones per class.
-func GenericDefaults() Defaults {
-	return Defaults{Episodes: 4, Steps: 10000, ClonesPerClass: 10, Source: "generic default for custom layouts"}
+// BiggerPlaces is the size, in places, from which a world is bigger than the paper's
+// benchmarks (the largest, two_rooms, has 87): its defaults are sized by the world
+// (GenericDefaults) and, from pixels, it trains with the bigger worlds' settings
+// (pipeline.WorldSettings).
+const BiggerPlaces = 100
+
+// GenericDefaults are the defaults of a custom layout e. Below BiggerPlaces places: 4
+// episodes of 10,000 steps and 10 clones per class. From BiggerPlaces on, sized by the
+// world as big_room is: one episode of 1,000 steps per place (the original CSCG's rate
+// for its 48-place rooms), and max(10, ⌈2.5·n_c⌉) clones for a class at n_c places
+// (what uniform_interior needs for its 16 interior places, and big_room's, tiled's and
+// four_rooms' budgets).
+func GenericDefaults(e *Env) Defaults {
+	if e.NumPlaces() < BiggerPlaces {
+		return Defaults{Episodes: 4, Steps: 10000, ClonesPerClass: 10, Source: "generic default for custom layouts"}
+	}
+	d := Defaults{Episodes: 1, Steps: 1000 * e.NumPlaces(), ClonesPerClass: 10,
+		Source: fmt.Sprintf("custom layout of %d places (at least %d): 1,000 steps per place, 2.5 clones per place of a class (at least 10)", e.NumPlaces(), BiggerPlaces)}
+	for c, n := range e.ClassPlaces() {
+		if k := (5*n + 1) / 2; k > d.ClonesPerClass {
+			if d.ClonesByClass == nil {
+				d.ClonesByClass = map[int]int{}
+			}
+			d.ClonesByClass[c] = k
+		}
+	}
+	return d
+}
+
+// ClassPlaces returns the number of places of each class id 0..NumClasses()-1.
+func (e *Env) ClassPlaces() []int {
+	n := make([]int, e.NumClasses())
+	for _, c := range e.Class {
+		n[c]++
+	}
+	return n
 }
 
 // Clones returns the clone budget of each class 0..numClasses-1.

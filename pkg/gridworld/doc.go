@@ -82,5 +82,6 @@
 // cscg_empty, cscg_stitched, cscg_maze5, cscg_cliques), laid out exactly as in
 // the reference setup, then three bigger worlds of our own (big_room, tiled,
 // four_rooms: 100 to 365 places). Env.Defaults gives each one's reference data size
-// and clone budget, and where they come from.
+// and clone budget, and where they come from; a custom layout's are GenericDefaults,
+// sized by the world from BiggerPlaces places on.
 package gridworld

@@ -127,7 +127,12 @@ func (e *Env) PlaceAt(row, col int) (int, bool) {
 
 // Defaults returns the reference data size and clone budget of e (spec
 // tables); custom layouts get GenericDefaults.
-func (e *Env) Defaults() Defaults { return e.defaults.clone() }
+func (e *Env) Defaults() Defaults {
+	if e.defaults.Source == "" {
+		return GenericDefaults(e)
+	}
+	return e.defaults.clone()
+}
 
 // CheckClasses returns an error naming the first place whose class id is not
 // below numClasses (for example a class 12 when images come from MNIST's ten
@@ -273,7 +278,7 @@ func buildGrid(source, name string, rows, cols int, cells []int, rowLine []int) 
 		return nil, lerr(0, "grid %dx%d needs %d cells, got %d", rows, cols, max(rows*cols, 0), len(cells))
 	}
 	e := &Env{Name: name, Rows: rows, Cols: cols, Cells: append([]int(nil), cells...),
-		numActions: 4, source: source, defaults: GenericDefaults()}
+		numActions: 4, source: source}
 	e.cellPlace = make([]int, rows*cols)
 	for i, c := range cells {
 		r, col := i/cols, i%cols
@@ -386,7 +391,7 @@ func buildGraph(source, name string, classes []int, classLine int, edges [][2]in
 		nbr[u] = append(nbr[u], v)
 		nbr[v] = append(nbr[v], u)
 	}
-	e := &Env{Name: name, Class: append([]int(nil), classes...), source: source, defaults: GenericDefaults()}
+	e := &Env{Name: name, Class: append([]int(nil), classes...), source: source}
 	for g := range nbr {
 		sort.Ints(nbr[g])
 		e.numActions = max(e.numActions, len(nbr[g]))

@@ -1,6 +1,7 @@
 package gridworld
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -489,5 +490,51 @@ func TestBiggerWorlds(t *testing.T) {
 	}
 	if n != 4 || doors != 4 {
 		t.Errorf("four_rooms: %d rooms and %d doors, want 4 and 4", n, doors)
+	}
+}
+
+// TestGenericDefaultsBySize checks a custom layout's defaults against hand-set ones:
+// the built-in worlds below BiggerPlaces, loaded as custom layouts, get the generic
+// 4 × 10,000 steps and 10 clones per class; big_room's layout gets the data size and
+// budget hand-set for big_room; tiled's and four_rooms' get their classes' budgets by
+// hand (2.5 per place, at least 10) and 1,000 steps per place.
+func TestGenericDefaultsBySize(t *testing.T) {
+	custom := func(name string) *Env {
+		t.Helper()
+		e, err := ParseLayout(name+"_custom", strings.NewReader(mustNamed(t, name).Layout()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, name := range Names() {
+		e := custom(name)
+		if e.NumPlaces() >= BiggerPlaces {
+			continue
+		}
+		if d := e.Defaults(); d.Episodes != 4 || d.Steps != 10000 || d.ClonesPerClass != 10 || d.ClonesByClass != nil {
+			t.Errorf("%s (%d places): %+v, want the generic 4 x 10,000 steps and 10 clones per class", name, e.NumPlaces(), d)
+		}
+	}
+	big := custom("big_room")
+	want := mustNamed(t, "big_room").Defaults()
+	got := big.Defaults()
+	if got.Episodes != want.Episodes || got.Steps != want.Steps || !slices.Equal(got.Clones(10), want.Clones(10)) {
+		t.Errorf("big_room's layout: %d x %d steps, clones %v; hand-set %d x %d, %v",
+			got.Episodes, got.Steps, got.Clones(10), want.Episodes, want.Steps, want.Clones(10))
+	}
+	tiled := custom("tiled").Defaults() // 144 places, every class at 16: 40 clones each
+	if tiled.Episodes != 1 || tiled.Steps != 144000 || !slices.Equal(tiled.Clones(9), []int{40, 40, 40, 40, 40, 40, 40, 40, 40}) {
+		t.Errorf("tiled's layout: %+v", tiled)
+	}
+	four := custom("four_rooms")
+	d := four.Defaults()
+	if d.Episodes != 1 || d.Steps != 365000 {
+		t.Errorf("four_rooms' layout: %d x %d steps, want 1 x 365,000", d.Episodes, d.Steps)
+	}
+	for c, n := range four.ClassPlaces() {
+		if want := int(math.Ceil(2.5 * float64(n))); d.Clones(10)[c] != max(10, want) {
+			t.Errorf("four_rooms' class %d at %d places: %d clones, want %d", c, n, d.Clones(10)[c], want)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func TestParseGrid(t *testing.T) {
 	if want := [][2]int{{0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, 4}}; !slices.Equal(e.Edges(), want) {
 		t.Errorf("edges %v, want %v", e.Edges(), want)
 	}
-	if e.Name != "mine" || e.Defaults().Steps != GenericDefaults().Steps {
+	if d := e.Defaults(); e.Name != "mine" || d.Episodes != 4 || d.Steps != 10000 || d.ClonesPerClass != 10 || d.ClonesByClass != nil {
 		t.Errorf("name %q defaults %+v", e.Name, e.Defaults())
 	}
 	// A one-cell grid is valid: every move is sticky.

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
@@ -55,8 +57,17 @@ const (
 	// to count it as progress.
 	SplitGain = 0.0005
 	// SplitPatience is how many split rounds in a row may miss SplitGain before FinalEM
-	// stops.
-	SplitPatience = 2
+	// stops: the first (held-out ends that stop improving have not improved again in
+	// any recorded finalisation, and the round after the kept map is its costliest).
+	// A finalisation begun before it was recorded (finalEMState.Patience 0) goes on
+	// with legacySplitPatience and without the SplitMinSteps stop.
+	SplitPatience       = 1
+	legacySplitPatience = 2
+	// SplitMinSteps is the training steps per state that FinalEM's walks must hold for
+	// another split round: it stops where splitting the clones in use would leave fewer
+	// (a full-size walk holds thousands per state; tiny walks otherwise grow a state for
+	// every few steps).
+	SplitMinSteps = 100
 	// ConfusionMin drops the entries of the learned confusion matrix below it after
 	// every split round, and ConfusionBeam is the share of the filtered mass below which
 	// a candidate token is skipped at a step (chmm.EMConfig.ConfusionBeam).
@@ -310,7 +321,7 @@ func DefaultFinal(clones int) FinalConfig {
 }
 
 // DefaultConfig returns the configuration of a built-in environment: GenericConfig
-// with the settings the environment names for itself (EnvSettings).
+// with the settings chosen for its world (WorldSettings).
 //
 // The generic defaults are the paper's (Table 1) with these changes: the environment's
 // data size, K = its number of classes, τ = 0.2 (the paper: 1), its clone budget (a
@@ -330,21 +341,20 @@ func DefaultConfig(env string) (Config, error) {
 }
 
 // ConfigFor is DefaultConfig for any environment, built-in or loaded from a layout
-// file (gridworld.LoadLayout): a custom environment is stored in Config.Layout, gets
-// gridworld.GenericDefaults' data size and clone budget, and names no settings.
+// file (gridworld.LoadLayout): GenericConfig with the settings chosen for its world
+// (WorldSettings). A custom environment is stored in Config.Layout and gets
+// gridworld.GenericDefaults' data size and clone budget.
 func ConfigFor(e *gridworld.Env) Config {
 	c := GenericConfig(e)
-	for _, kv := range EnvSettings(c.Env) {
-		if c.Layout == "" {
-			if err := c.Set(kv); err != nil {
-				panic(fmt.Sprintf("pipeline: environment %s's setting %q: %v", c.Env, kv, err))
-			}
+	for _, ch := range WorldSettings(e) {
+		if err := c.Set(ch.KV()); err != nil {
+			panic(fmt.Sprintf("pipeline: world %s's setting %q: %v", c.Env, ch.KV(), err))
 		}
 	}
 	return c
 }
 
-// GenericConfig is ConfigFor without the environment's own settings (EnvSettings):
+// GenericConfig is ConfigFor without the settings chosen for its world (WorldSettings):
 // what every environment starts from, and what run names and the printed
 // configuration are relative to.
 func GenericConfig(e *gridworld.Env) Config {
@@ -378,17 +388,80 @@ func GenericConfig(e *gridworld.Env) Config {
 	}
 }
 
-// envSettings are the settings a built-in environment names for itself, as Set
-// arguments: the bigger worlds need more codes than classes, scaled emissions, the
-// walks' token merge and the EM finalisation to be recovered from pixels.
-var envSettings = map[string][]string{
-	"big_room": {"vqvae.k=40", "warmup.merge_codes=30", "joint.scaled_emissions=true", "final.merge_tokens=100", "final.trainer=em"},
-	"tiled":    {"joint.scaled_emissions=true", "final.merge_tokens=100", "final.trainer=em"},
+// A Choice is a setting the pipeline chose for a world (WorldSettings), and why.
+type Choice struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	Why   string `json:"why"`
 }
 
-// EnvSettings returns the settings the built-in environment env names for itself
-// (key=value, applied by ConfigFor after GenericConfig); none for most.
-func EnvSettings(env string) []string { return append([]string(nil), envSettings[env]...) }
+// KV returns the choice as a Set argument, "key=value".
+func (c Choice) KV() string { return c.Key + "=" + c.Value }
+
+// WorldSettings returns the settings chosen for a pixel run on world e, built-in or
+// custom, from its size and the spread of its classes over its places (the world the
+// walks are drawn from; no frame's label is read):
+//
+//   - from gridworld.BiggerPlaces places: scaled emissions (joint.scaled_emissions),
+//     the walks' token merge at z 100 (final.merge_tokens) and the EM finalisation
+//     (final.trainer=em), which grows the budget by splitting and reads the tokens
+//     through a learned confusion matrix;
+//   - there, when one class is at more than half of the places: a warm-up of 4 codes
+//     per class (vqvae.k) merged by the walks' contexts at z 30 (warmup.merge_codes),
+//     since k-means on the warm-up's latents gives that class's frames most codes.
+//
+// None below gridworld.BiggerPlaces places. ConfigFor applies them; a --set or a
+// preset over them wins.
+func WorldSettings(e *gridworld.Env) []Choice {
+	p := e.NumPlaces()
+	if p < gridworld.BiggerPlaces {
+		return nil
+	}
+	big := fmt.Sprintf("%d places (bigger worlds: %d or more)", p, gridworld.BiggerPlaces)
+	out := []Choice{
+		{"joint.scaled_emissions", "true", big + ": the joint phase holds apart tokens its early map cannot tell apart"},
+		{"final.merge_tokens", "100", big + ": tokens the walks cannot tell apart are merged before the finalisation"},
+		{"final.trainer", "em", big + ": EM grows the budget by splitting and reads the tokens through a learned confusion matrix"},
+	}
+	n := e.ClassPlaces()
+	top := slices.Index(n, slices.Max(n))
+	if 2*n[top] > p {
+		k := 4 * len(e.ClassesUsed())
+		why := fmt.Sprintf("class %d is at %d of the %d places: the warm-up gives its frames most codes", top, n[top], p)
+		out = append(out,
+			Choice{"vqvae.k", strconv.Itoa(k), why + "; 4 codes per class"},
+			Choice{"warmup.merge_codes", "30", why + "; codes the walks cannot tell apart are merged at z 30"})
+	}
+	return out
+}
+
+// WorldChoices returns the WorldSettings of c's environment that c keeps (a
+// setting over one of them drops it), to record in the run's report; for a custom
+// layout of gridworld.BiggerPlaces places or more, first the data size and clone
+// budget sized by the world (gridworld.GenericDefaults).
+func (c Config) WorldChoices() []Choice {
+	e, err := c.Environment()
+	if err != nil {
+		return nil
+	}
+	all := WorldSettings(e)
+	if c.Layout != "" && e.NumPlaces() >= gridworld.BiggerPlaces {
+		g := GenericConfig(e)
+		var sized []Choice
+		for _, k := range []string{"data.episodes", "data.steps", "joint.clones"} {
+			v, _ := g.Get(k)
+			sized = append(sized, Choice{k, v, e.Defaults().Source})
+		}
+		all = append(sized, all...)
+	}
+	var out []Choice
+	for _, ch := range all {
+		if v, ok := c.Get(ch.Key); ok && v == ch.Value {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
 
 // Environment returns the run's grid world: the built-in Env, or Layout parsed.
 func (c Config) Environment() (*gridworld.Env, error) {
@@ -475,7 +548,8 @@ func (c Config) WithFinalTrainer(trainer string) Config {
 // the CI map-recovery test: the MLP VQ-VAE (WithArch), at most 4 episodes of 5,000
 // steps (held-out episode 5,000 steps), 6 warm-up epochs of batch 64 re-seeded from
 // 4,000 frames, 300 joint iterations of 4 chunks × 128 steps, 500 finalisation
-// iterations and pruning at 0.2% of the steps. Everything else is c's.
+// iterations, pruning at 0.2% of the steps, and neither of the walks' merges
+// (Warmup.MergeCodes, Final.MergeTokens). Everything else is c's.
 func CISized(c Config) Config {
 	c = c.WithArch(string(vqvae.ArchMLP))
 	c.Data.Episodes = min(c.Data.Episodes, 4)
@@ -485,5 +559,6 @@ func CISized(c Config) Config {
 	c.Joint.Iters, c.Joint.ChunkLen, c.Joint.Batch, c.Joint.CheckpointEvery = 300, 128, 4, 50
 	c.Final.Iters = 500
 	c.Final.Prune = 0.002
+	c.Warmup.MergeCodes, c.Final.MergeTokens = 0, 0 // their G-tests need full-size walks
 	return c
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"math"
 	"reflect"
 	"slices"
@@ -251,24 +252,52 @@ func TestPresets(t *testing.T) {
 	}
 }
 
-// TestEnvironmentSettings: big_room and tiled bring the settings that recover them
-// from pixels, written out here; the other environments none.
-func TestEnvironmentSettings(t *testing.T) {
-	for env, want := range map[string][]string{
+// TestWorldSettings: the worlds of 100 places or more get the settings that recover
+// big_room and tiled from pixels (the recipes, written out here), big_room with its
+// codes since one class is at 64 of its 100 places; every smaller built-in world none;
+// and a custom layout gets what a built-in of the same world gets.
+func TestWorldSettings(t *testing.T) {
+	bigger := []string{"final.merge_tokens: 0 in the run, 100 now", "final.trainer: gradient in the run, em now", "joint.scaled_emissions: false in the run, true now"}
+	want := map[string][]string{
 		"big_room": {"final.iters: 1000 in the run, 1000 now", "final.merge_tokens: 0 in the run, 100 now", "final.trainer: gradient in the run, em now",
 			"joint.scaled_emissions: false in the run, true now", "vqvae.k: 10 in the run, 40 now", "warmup.merge_codes: 0 in the run, 30 now"},
-		"tiled": {"final.merge_tokens: 0 in the run, 100 now", "final.trainer: gradient in the run, em now", "joint.scaled_emissions: false in the run, true now"},
-		"room":  nil,
-	} {
+		"tiled":      bigger,
+		"four_rooms": bigger,
+	}
+	for _, env := range gridworld.Names() {
 		c, err := DefaultConfig(env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e, _ := c.Environment()
 		got := diffFields(GenericConfig(e), c)
-		want = slices.DeleteFunc(want, func(s string) bool { return strings.HasPrefix(s, "final.iters") }) // FinalEMIters = FinalGradientIters
-		if !slices.Equal(got, want) {
-			t.Errorf("%s:\n got %q\nwant %q", env, got, want)
+		w := slices.DeleteFunc(slices.Clone(want[env]), func(s string) bool { return strings.HasPrefix(s, "final.iters") }) // FinalEMIters = FinalGradientIters
+		if !slices.Equal(got, w) {
+			t.Errorf("%s:\n got %q\nwant %q", env, got, w)
 		}
+		if ch := c.WorldChoices(); len(ch) != len(w) {
+			t.Errorf("%s: %d choices recorded, want %d: %v", env, len(ch), len(w), ch)
+		}
+	}
+	b, _ := gridworld.Named("big_room")
+	e, err := gridworld.ParseLayout("mine", strings.NewReader(b.Layout()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, _ := DefaultConfig("big_room")
+	c := ConfigFor(e)
+	if c.Layout == "" || c.Env != "mine" {
+		t.Fatalf("custom layout: env %q, layout %d bytes", c.Env, len(c.Layout))
+	}
+	c.Env, c.Layout = builtin.Env, builtin.Layout
+	if d := diffFields(builtin, c); len(d) != 0 {
+		t.Errorf("big_room's layout as a custom one differs from big_room: %q", d)
+	}
+	c = ConfigFor(e)
+	if err := c.Set("final.trainer=gradient"); err != nil {
+		t.Fatal(err)
+	}
+	if ch := c.WorldChoices(); len(ch) != 7 || slices.ContainsFunc(ch, func(x Choice) bool { return x.Key == "final.trainer" }) {
+		t.Errorf("a setting over a choice drops it: %v", ch)
 	}
 }

@@ -5,8 +5,8 @@
 //
 // # Inputs and outputs
 //
-// Run(ctx, dir, cfg, progress) takes a Config (DefaultConfig, ConfigFor; Validate
-// checks every field) and a run directory, trains or resumes the run there, and returns
+// Run(ctx, dir, cfg, progress) takes a Config (DefaultConfig, ConfigFor, which lay
+// the settings WorldSettings chooses for the world; Validate checks every field) and a run directory, trains or resumes the run there, and returns
 // its evaluate.Report. LoadRun loads a finished run as a Result (the frozen encoder, the
 // map, the kept codes, the report, the loss history); Reevaluate scores one again;
 // Branch starts a run from another's warm-up and joint phase; Evaluate, NewHeldOut and

@@ -49,6 +49,9 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 	}
 	rep.HMMKernels = strings.Join(st.HMMKernels, " then ")
 	rep.Training = st.training(cfg, fin.hmm)
+	for _, ch := range cfg.WorldChoices() {
+		rep.Chosen = append(rep.Chosen, ch.KV()+": "+ch.Why)
+	}
 	if err := rep.WriteJSON(ck.path(ReportFile)); err != nil {
 		return nil, err
 	}
@@ -154,7 +157,7 @@ func Reevaluate(dir string) (*evaluate.Report, error) {
 		return nil, fmt.Errorf("pipeline: diagnosing the map: %w", err)
 	}
 	old := res.Report
-	rep.Trainer, rep.Seconds, rep.Backend, rep.HMMKernels, rep.Training = old.Trainer, old.Seconds, old.Backend, old.HMMKernels, old.Training
+	rep.Trainer, rep.Seconds, rep.Backend, rep.HMMKernels, rep.Training, rep.Chosen = old.Trainer, old.Seconds, old.Backend, old.HMMKernels, old.Training, old.Chosen
 	st, err := readState(dir)
 	if err != nil {
 		return nil, err

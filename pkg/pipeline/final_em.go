@@ -50,7 +50,7 @@ type emRounds struct {
 // the cheapest held-out ends is kept, with its C in the state's Made.Confusion.
 func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := f.s.cfg
-	e := &emRounds{f: f, seqs: seqs, src: rand.NewPCG(cfg.Seed, 0x5b1e), bestBits: math.Inf(1), patience: SplitPatience}
+	e := &emRounds{f: f, seqs: seqs, src: rand.NewPCG(cfg.Seed, 0x5b1e), bestBits: math.Inf(1)}
 	e.start, e.held = holdOutEnds(seqs)
 	rng := rand.New(e.src)
 	m, err := e.begin(k, numActions)
@@ -60,6 +60,10 @@ func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, er
 	e.train = e.start
 	if e.s.Segments == 0 { // begun before the segmented E-step
 		e.train = pieces(e.start, e.s.Pieces, minPiece)
+	}
+	e.patience = e.s.Patience
+	if e.patience == 0 { // begun before finalEMState.Patience
+		e.patience = legacySplitPatience
 	}
 	if h := f.s.hooks; h != nil && h.patience > 0 {
 		e.patience = h.patience
@@ -78,9 +82,11 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	s := f.st.FinalEM
 	if s == nil {
-		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0))}
+		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience}
 		if h := f.s.hooks; h != nil && h.legacyEM {
 			e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
+		} else if h != nil && h.preStops {
+			e.s.Patience = 0
 		}
 		var rare []int
 		e.conf, rare = startConfusion(e.seqs, k)
@@ -167,8 +173,10 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 }
 
 // judge scores round's trained map m on the held-out ends of the walks, keeps the best
-// so far, and ends the rounds after patience rounds without a gain of SplitGain or
-// after Final.SplitRounds; else it keeps the clones with chmm.UsedShare of their token's
+// so far, and ends the rounds after patience rounds without a gain of SplitGain, after
+// Final.SplitRounds, or where another split would leave fewer than SplitMinSteps
+// training steps per state (a finalisation begun before that stop, whose state has
+// Patience 0, goes on without it); else it keeps the clones with chmm.UsedShare of their token's
 // expected visits (chmm.GrowBySplitting.Judge).
 func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) {
 	f, cfg := e.f, e.f.s.cfg
@@ -211,6 +219,9 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
 	}
 	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
+	if steps, least := stepsOf(e.train), e.minSteps(); why == "" && e.s.Patience != 0 && steps < least*(2*kept+1) {
+		why = fmt.Sprintf("the walks' %d steps are fewer than %d per state of another split (%d): the map of round %d kept", steps, least, 2*kept+1, e.bestRound)
+	}
 	if out := f.s.out; out != nil {
 		fmt.Fprintf(out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
 		if why != "" {
@@ -220,6 +231,23 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		}
 	}
 	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// minSteps is SplitMinSteps, or the hook's.
+func (e *emRounds) minSteps() int {
+	if h := e.f.s.hooks; h != nil && h.splitMinSteps > 0 {
+		return h.splitMinSteps
+	}
+	return SplitMinSteps
+}
+
+// stepsOf returns the steps of seqs.
+func stepsOf(seqs []chmm.Sequence) int {
+	n := 0
+	for _, q := range seqs {
+		n += len(q.Obs)
+	}
+	return n
 }
 
 // keep puts the rounds' bookkeeping as round begins into the checkpoint.

@@ -143,18 +143,7 @@ func TestFinaliseEM(t *testing.T) {
 		t.Fatal(err)
 	}
 	const flip = 0.08
-	rng := gridworld.NewRand(5)
-	var seqs []chmm.Sequence
-	for range 2 {
-		ep := env.Walk(rng, 4000)
-		obs := slices.Clone(ep.Obs)
-		for i, o := range obs {
-			if rng.Float64() < flip {
-				obs[i] = (o + 1) % 4
-			}
-		}
-		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
-	}
+	seqs := misreadWalks(env, 5, 4000, flip)
 	cfg, err := DefaultConfig("aliased")
 	if err != nil {
 		t.Fatal(err)

@@ -191,11 +191,15 @@ type hooks struct {
 	// (final-em-train-RR-IIIIII.gob, final-grad-train-RR-D-IIIIII.gob); an error stops
 	// the run there, as an interruption would.
 	finalSaved func(name string) error
-	// patience, if positive, replaces SplitPatience in the EM finalisation.
-	patience int
+	// patience, if positive, replaces SplitPatience in the EM finalisation;
+	// splitMinSteps, if positive, SplitMinSteps.
+	patience, splitMinSteps int
 	// legacyEM begins an EM finalisation as one begun before the segmented E-step
 	// (finalEMState.Segments 0, Pieces GOMAXPROCS).
 	legacyEM bool
+	// preStops begins an EM finalisation as one begun before finalEMState.Patience
+	// (Patience 0), with the segmented E-step.
+	preStops bool
 	// emRound sees each EM finalisation round's trained map and its confusion matrix
 	// before it is split.
 	emRound func(round int, m *chmm.Model, conf [][]float64) error

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 	"github.com/gradcscg/gradcscg/pkg/evaluate"
+	"github.com/gradcscg/gradcscg/pkg/gridworld"
 	"github.com/gradcscg/gradcscg/pkg/vqvae"
 )
 
@@ -823,12 +824,57 @@ func TestFinalEMLegacyResumes(t *testing.T) {
 	}
 }
 
+// TestFinalEMPatienceAsBegun: an EM finalisation begun before SplitPatience 1 and
+// the SplitMinSteps stop (its state without Patience) goes on as it began: interrupted
+// after round 0 and resumed by today's code, it ends with the rounds and map of the
+// uninterrupted one begun so, which on these short walks runs more rounds than today's.
+func TestFinalEMPatienceAsBegun(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 20, 3
+	repToday, err := Run(context.Background(), t.TempDir(), cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := t.TempDir()
+	repA, err := run(context.Background(), a, cfg, progressOut(), &hooks{preStops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	stop := errors.New("interrupted")
+	interrupt := &hooks{preStops: true, emRound: func(round int, _ *chmm.Model, _ [][]float64) error {
+		if round == 1 {
+			return stop
+		}
+		return nil
+	}}
+	if _, err := run(context.Background(), b, cfg, progressOut(), interrupt); !errors.Is(err, stop) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if st := mustState(t, b); st.FinalEM == nil || st.FinalEM.Patience != 0 || st.FinalEM.Segments < 1 {
+		t.Fatalf("interrupted state %+v: want one begun before Patience", st.FinalEM)
+	}
+	repB, err := run(context.Background(), b, cfg, progressOut(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFinalisation(t, a, b)
+	ta, tb := repA.Training, repB.Training
+	if !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
+		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
+	}
+	if len(repToday.Training.HeldOutBits) >= len(ta.HeldOutBits) {
+		t.Errorf("today's rounds %v, begun before Patience %v: want fewer today on 1,200 steps", repToday.Training.HeldOutBits, ta.HeldOutBits)
+	}
+}
+
 // finalEMRun runs the tiny config with the EM finalisation (20 iterations a round, at
 // most 3 splits) in a new directory, uninterrupted: what the resume tests compare with.
 func finalEMRun(t *testing.T) (Config, string, *evaluate.Report) {
 	t.Helper()
 	cfg := tinyConfig(t)
 	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 20, 3
+	cfg.Data.Steps = 2000 // SplitMinSteps per state for all 3 split rounds of 4 tokens (33 states)
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), dir, cfg, progressOut())
 	if err != nil {
@@ -1275,5 +1321,51 @@ func TestPhaseBackends(t *testing.T) {
 	again, err := Run(context.Background(), dir, cfg, nil)
 	if err != nil || !reflect.DeepEqual(again.PhaseBackends, want) {
 		t.Errorf("loaded again: %v, %v", again.PhaseBackends, err)
+	}
+}
+
+// TestReportRecordsWorldChoices: a run on a custom world of 100 places, one class at
+// 64 of them (big_room's layout renamed), records in its report the settings chosen
+// for that world that it kept, with their reasons, and not those a setting replaced
+// (the data size and the two merges here).
+func TestReportRecordsWorldChoices(t *testing.T) {
+	b, err := gridworld.Named("big_room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := gridworld.ParseLayout("mine", strings.NewReader(b.Layout()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ConfigFor(e)
+	tiny := tinyConfig(t)
+	cfg.Data, cfg.Eval.Steps, cfg.Warmup.Epochs, cfg.Warmup.Batch, cfg.Warmup.RecenterFrames = tiny.Data, tiny.Eval.Steps, 1, 64, 1000
+	cfg.VQVAE.Arch, cfg.VQVAE.D = "mlp", 16
+	cfg.Joint.Iters, cfg.Joint.ChunkLen, cfg.Joint.Batch, cfg.Joint.CheckpointEvery, cfg.Joint.Clones = 4, 64, 2, 5, 2
+	cfg.Final.Iters, cfg.Final.SplitRounds, cfg.Final.Clones = 5, 1, 2
+	for _, kv := range []string{"warmup.merge_codes=0", "final.merge_tokens=0"} { // tiny walks tell few codes apart
+		if err := cfg.Set(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), dir, cfg, progressOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"joint.scaled_emissions=true: 100 places (bigger worlds: 100 or more): the joint phase holds apart tokens its early map cannot tell apart",
+		"final.trainer=em: 100 places (bigger worlds: 100 or more): EM grows the budget by splitting and reads the tokens through a learned confusion matrix",
+		"vqvae.k=40: class 0 is at 64 of the 100 places: the warm-up gives its frames most codes; 4 codes per class",
+	}
+	if !slices.Equal(rep.Chosen, want) {
+		t.Errorf("chosen:\n%s\nwant\n%s", strings.Join(rep.Chosen, "\n"), strings.Join(want, "\n"))
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"chosen": [`) || !strings.Contains(string(raw), "4 codes per class") {
+		t.Errorf("report.json does not record the choices")
 	}
 }

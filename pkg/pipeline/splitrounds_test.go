@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -10,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gradcscg/gradcscg/pkg/chmm"
+	"github.com/gradcscg/gradcscg/pkg/evaluate"
 	"github.com/gradcscg/gradcscg/pkg/gridworld"
 )
 
@@ -48,18 +53,7 @@ func TestFinalEMSplitRoundsAsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := gridworld.NewRand(7)
-	var seqs []chmm.Sequence
-	for range 2 {
-		ep := env.Walk(rng, 3000)
-		obs := slices.Clone(ep.Obs)
-		for i, o := range obs {
-			if rng.Float64() < 0.08 {
-				obs[i] = (o + 1) % 4
-			}
-		}
-		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
-	}
+	seqs := misreadWalks(env, 7, 3000, 0.08)
 	patience := emRecord{HeldOutBits: []float64{0.9168627046182101, 0.6717878177666073, 0.45291391197208647, 0.4545454640974032, 0.46082522565297696},
 		Doublings: 2, Clones: []int{4, 4, 4, 4},
 		Runs: []string{"finalise EM, round 0 (5 states): 61", "finalise EM, round 1 (9 states): 61", "finalise EM, round 2 (17 states): 61",
@@ -153,7 +147,7 @@ const newEMTolerance = 1e-4
 // old one's record want (TestFinalEMSplitRoundsAsRecorded).
 func checkNewEM(t *testing.T, name string, cfg Config, seqs []chmm.Sequence, numActions int, want emRecord) {
 	t.Helper()
-	f := testFinaliser(cfg, nil, nil, nil)
+	f := testFinaliser(cfg, nil, nil, &hooks{splitMinSteps: 1, patience: legacySplitPatience}) // the record's stops
 	hmm, err := f.em(seqs, 4, numActions)
 	if err != nil {
 		t.Fatal(err)
@@ -195,4 +189,98 @@ func recordedTolerance() float64 {
 		return 0
 	}
 	return 1e-6
+}
+
+// TestFinalEMStopsWhereStepsRunOut: on walks of 1,200 steps (4 tokens, misread with
+// probability 0.08) the split rounds stop where splitting the clones in use would
+// leave fewer than SplitMinSteps steps per state: after round 1 (8 clones in use, 17
+// states after a split, 1,200 < 1,700), though 5 rounds are allowed and the held-out
+// ends still fall; with the bound lowered to 1 (hooks) they go on.
+func TestFinalEMStopsWhereStepsRunOut(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := misreadWalks(env, 7, 600, 0.08)
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.WithFinalTrainer(FinalEM)
+	cfg.Final.Iters, cfg.Final.SplitRounds = 60, 5
+	for _, c := range []struct {
+		h      *hooks
+		rounds int
+	}{{nil, 2}, {&hooks{splitMinSteps: 1}, 3}} {
+		var out strings.Builder
+		f := testFinaliser(cfg, nil, &out, c.h)
+		if _, err := f.em(seqs, 4, env.NumActions()); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		stopped := strings.Contains(text, "per state of another split")
+		if n := len(f.st.Made.HeldOutBits); (c.h == nil) != stopped || (c.h == nil && n != c.rounds) || n < c.rounds {
+			t.Errorf("bound %v: %d rounds, stopped by the steps: %v; want %d rounds%s\n%s", c.h, n, stopped, c.rounds, map[bool]string{true: " or more"}[c.h != nil], text)
+		}
+	}
+}
+
+// misreadWalks returns two walks of steps on env (4 tokens) drawn from seed, each token
+// read as the next one with probability flip.
+func misreadWalks(env *gridworld.Env, seed uint64, steps int, flip float64) []chmm.Sequence {
+	rng := gridworld.NewRand(seed)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, steps)
+		obs := slices.Clone(ep.Obs)
+		for i, o := range obs {
+			if rng.Float64() < flip {
+				obs[i] = (o + 1) % 4
+			}
+		}
+		seqs = append(seqs, chmm.Sequence{Obs: obs, Actions: ep.Actions})
+	}
+	return seqs
+}
+
+// TestSplitPatienceOnRecord checks SplitPatience 1 against every committed report of
+// an EM finalisation (results/**.json with held-out ends per round): in none does a
+// round gain SplitGain over the best so far after a round that missed it, so stopping
+// at the first miss keeps the map that two rounds of patience kept.
+func TestSplitPatienceOnRecord(t *testing.T) {
+	root := filepath.Join("..", "..", "results")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r evaluate.Report
+		if json.Unmarshal(raw, &r) != nil || r.Training == nil || len(r.Training.HeldOutBits) < 2 {
+			return nil
+		}
+		n++
+		bits, best, missed := r.Training.HeldOutBits, math.Inf(1), false
+		for i, b := range bits {
+			if best-b >= SplitGain && missed {
+				t.Errorf("%s: round %d gains after a round that missed: %.4f", path, i, bits)
+			}
+			missed = missed || best-b < SplitGain
+			best = min(best, b)
+		}
+		if keptAt := slices.Index(bits, slices.Min(bits)); keptAt != r.Training.Doublings {
+			t.Errorf("%s: kept round %d, the cheapest is %d: %.4f", path, r.Training.Doublings, keptAt, bits)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Errorf("%d reports with split rounds under %s, want 20 or more", n, root)
+	}
+	t.Logf("%d committed EM finalisations: none gains after a missed round", n)
 }

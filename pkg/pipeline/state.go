@@ -175,7 +175,12 @@ type finalEMState struct {
 	BestBits  float64     // its held-out ends, bits per step
 	BestRound int         // the round that trained it
 	Missed    int         // rounds in a row that missed SplitGain
-	RNG       []byte      // the splits' generator (rand.PCG.MarshalBinary)
+	// Patience is the rounds in a row without SplitGain that end the rounds
+	// (SplitPatience when the finalisation began), under which a round also ends them
+	// where the walks hold fewer than SplitMinSteps steps per state of another split. 0:
+	// a finalisation begun before them, which goes on with legacySplitPatience alone.
+	Patience int
+	RNG      []byte // the splits' generator (rand.PCG.MarshalBinary)
 	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
 	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
 	// or Best file: its start is chmm.New's from the config's seed.

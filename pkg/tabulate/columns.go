@@ -410,6 +410,16 @@ var menu = []column{
 		}
 		return text(strings.Join(s, "; "))
 	}},
+	{name: "chosen", header: "settings chosen for the world", prec: -1, get: func(r *run) value {
+		if r.rep == nil || len(r.rep.Chosen) == 0 {
+			return missing
+		}
+		s := make([]string, len(r.rep.Chosen))
+		for i, c := range r.rep.Chosen {
+			s[i], _, _ = strings.Cut(c, ":") // "key=value: why"
+		}
+		return text(strings.Join(s, " "))
+	}},
 	{name: "final-iters", header: "finalisation iterations", prec: 0, integer: true, get: func(r *run) value {
 		n := 0
 		for _, run := range training(r).Runs {

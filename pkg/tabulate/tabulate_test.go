@@ -31,6 +31,7 @@ func report(env string, seed uint64) *evaluate.Report {
 			Verdict:            &chmm.Verdict{Problems: []string{"data", "merged"}},
 		},
 		OtherReadout: &evaluate.Readout{Decode: "hard", ViterbiMapF1: 1, StatePlacePurity: 0.9771},
+		Chosen:       []string{"joint.scaled_emissions=true: 144 places", "final.trainer=em: 144 places: EM grows"},
 		Training: &evaluate.Training{
 			Steps: 150000, Episodes: 1, Doublings: 2, Folded: 107, Clones: []int{18, 19, 21}, Pruned: 1,
 			HeldOutBits: []float64{0.68412, 0.42779, 0.33043, 0.28371},
@@ -84,6 +85,7 @@ func TestColumnValues(t *testing.T) {
 		{"verdict", "`data`, `merged`"}, {"truth", "failed"},
 		{"min.warmup", "12.4"}, {"min.total:0", "514"}, {"s.final", "3780"}, {"min.evaluate", "–"},
 		{"failed-flagged", "1"}, {"good-passed", "0"},
+		{"chosen", "joint.scaled_emissions=true final.trainer=em"},
 	}
 	for _, c := range cases {
 		got, err := table(t, dir, "--columns", c.col, "room_mnist_seed1.json")
