@@ -791,34 +791,7 @@ func TestFinalEMLegacyResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := &hooks{legacyEM: true}
-	a := t.TempDir()
-	repA, err := run(context.Background(), a, cfg, progressOut(), old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := t.TempDir()
-	stop := errors.New("interrupted")
-	interrupt := &hooks{legacyEM: true, emRound: func(round int, _ *chmm.Model, _ [][]float64) error {
-		if round == 1 {
-			return stop
-		}
-		return nil
-	}}
-	if _, err := run(context.Background(), b, cfg, progressOut(), interrupt); !errors.Is(err, stop) {
-		t.Fatalf("interrupted run: %v", err)
-	}
-	if st := mustState(t, b); st.FinalEM == nil || st.FinalEM.Segments != 0 || st.FinalEM.Pieces < 1 {
-		t.Fatalf("interrupted state %+v: want one begun the old way", st.FinalEM)
-	}
-	repB, err := run(context.Background(), b, cfg, progressOut(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameFinalisation(t, a, b)
-	if ta, tb := repA.Training, repB.Training; !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
-		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
-	}
+	repA := beganAndResumed(t, cfg, hooks{legacyEM: true}, func(s *finalEMState) bool { return s.Segments == 0 && s.Pieces >= 1 })
 	if slices.Equal(repA.Training.HeldOutBits, repToday.Training.HeldOutBits) {
 		t.Errorf("the old way's held-out ends %v equal today's (%s): the test cannot tell them apart", repA.Training.HeldOutBits, today)
 	}
@@ -835,37 +808,47 @@ func TestFinalEMPatienceAsBegun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	repA := beganAndResumed(t, cfg, hooks{preStops: true}, func(s *finalEMState) bool { return s.Patience == 0 && s.Segments >= 1 })
+	if len(repToday.Training.HeldOutBits) >= len(repA.Training.HeldOutBits) {
+		t.Errorf("today's rounds %v, begun before Patience %v: want fewer today on 1,200 steps", repToday.Training.HeldOutBits, repA.Training.HeldOutBits)
+	}
+}
+
+// beganAndResumed runs cfg's EM finalisation begun under hooks begun twice: once
+// uninterrupted, and once interrupted after round 0 (its state checked by want) and
+// resumed by today's code. The two must end with the same files, held-out ends and
+// kept round; it returns the uninterrupted run's report.
+func beganAndResumed(t *testing.T, cfg Config, begun hooks, want func(*finalEMState) bool) *evaluate.Report {
+	t.Helper()
 	a := t.TempDir()
-	repA, err := run(context.Background(), a, cfg, progressOut(), &hooks{preStops: true})
+	repA, err := run(context.Background(), a, cfg, progressOut(), &begun)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := t.TempDir()
 	stop := errors.New("interrupted")
-	interrupt := &hooks{preStops: true, emRound: func(round int, _ *chmm.Model, _ [][]float64) error {
+	interrupt := begun
+	interrupt.emRound = func(round int, _ *chmm.Model, _ [][]float64) error {
 		if round == 1 {
 			return stop
 		}
 		return nil
-	}}
-	if _, err := run(context.Background(), b, cfg, progressOut(), interrupt); !errors.Is(err, stop) {
+	}
+	if _, err := run(context.Background(), b, cfg, progressOut(), &interrupt); !errors.Is(err, stop) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	if st := mustState(t, b); st.FinalEM == nil || st.FinalEM.Patience != 0 || st.FinalEM.Segments < 1 {
-		t.Fatalf("interrupted state %+v: want one begun before Patience", st.FinalEM)
+	if st := mustState(t, b); st.FinalEM == nil || !want(st.FinalEM) {
+		t.Fatalf("interrupted state %+v: not begun as asked", st.FinalEM)
 	}
 	repB, err := run(context.Background(), b, cfg, progressOut(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameFinalisation(t, a, b)
-	ta, tb := repA.Training, repB.Training
-	if !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
+	if ta, tb := repA.Training, repB.Training; !slices.Equal(ta.HeldOutBits, tb.HeldOutBits) || ta.Doublings != tb.Doublings {
 		t.Errorf("held-out ends %v (kept round %d) vs resumed %v (kept round %d)", ta.HeldOutBits, ta.Doublings, tb.HeldOutBits, tb.Doublings)
 	}
-	if len(repToday.Training.HeldOutBits) >= len(ta.HeldOutBits) {
-		t.Errorf("today's rounds %v, begun before Patience %v: want fewer today on 1,200 steps", repToday.Training.HeldOutBits, ta.HeldOutBits)
-	}
+	return repA
 }
 
 // finalEMRun runs the tiny config with the EM finalisation (20 iterations a round, at
