@@ -57,16 +57,12 @@ const (
 	// to count it as progress.
 	SplitGain = 0.0005
 	// SplitPatience is how many split rounds in a row may miss SplitGain before FinalEM
-	// stops: the first (held-out ends that stop improving have not improved again in
-	// any recorded finalisation, and the round after the kept map is its costliest).
-	// A finalisation begun before it was recorded (finalEMState.Patience 0) goes on
-	// with legacySplitPatience and without the SplitMinSteps stop.
+	// stops. A finalisation begun before finalEMState.Patience (Patience 0) goes on with
+	// legacySplitPatience and without the SplitMinSteps stop.
 	SplitPatience       = 1
 	legacySplitPatience = 2
 	// SplitMinSteps is the training steps per state that FinalEM's walks must hold for
-	// another split round: it stops where splitting the clones in use would leave fewer
-	// (a full-size walk holds thousands per state; tiny walks otherwise grow a state for
-	// every few steps).
+	// another split round: it stops where splitting the clones in use would leave fewer.
 	SplitMinSteps = 100
 	// ConfusionMin drops the entries of the learned confusion matrix below it after
 	// every split round, and ConfusionBeam is the share of the filtered mass below which
@@ -446,11 +442,11 @@ func (c Config) WorldChoices() []Choice {
 	}
 	all := WorldSettings(e)
 	if c.Layout != "" && e.NumPlaces() >= gridworld.BiggerPlaces {
-		g := GenericConfig(e)
+		g, why := GenericConfig(e), e.Defaults().Source
 		var sized []Choice
 		for _, k := range []string{"data.episodes", "data.steps", "joint.clones"} {
 			v, _ := g.Get(k)
-			sized = append(sized, Choice{k, v, e.Defaults().Source})
+			sized = append(sized, Choice{k, v, why})
 		}
 		all = append(sized, all...)
 	}

@@ -245,7 +245,7 @@ func (e *emRounds) minSteps() int {
 func stepsOf(seqs []chmm.Sequence) int {
 	n := 0
 	for _, q := range seqs {
-		n += len(q.Obs)
+		n += q.Len()
 	}
 	return n
 }

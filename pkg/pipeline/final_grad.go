@@ -119,10 +119,7 @@ func (f *finaliser) growthCheck(s *finalGradState, seqs []chmm.Sequence, share [
 	if float64(unused) >= GrowSlack*float64(budget) {
 		return false, nil
 	}
-	steps := 0
-	for _, q := range seqs {
-		steps += q.Len()
-	}
+	steps := stepsOf(seqs)
 	if need := chmm.TrainBytes(1+len(share)*2*clones, numActions, steps); need > maxFinalBytes {
 		if out != nil {
 			fmt.Fprintf(out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
@@ -197,11 +194,7 @@ func (f *finaliser) prune(hmm *chmm.Model, seqs []chmm.Sequence, gc chmm.GradCon
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: pruning: %w", err)
 	}
-	steps := 0
-	for _, s := range seqs {
-		steps += s.Len()
-	}
-	minVisits := cfg.Final.Prune * float64(steps)
+	minVisits := cfg.Final.Prune * float64(stepsOf(seqs))
 	keep := make([]bool, hmm.N())
 	top := make([]int, hmm.K()) // most visited clone per token
 	for s, k := range hmm.StateTokens() {
