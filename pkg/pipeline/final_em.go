@@ -57,10 +57,7 @@ func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, er
 	if err != nil {
 		return nil, err
 	}
-	e.train = e.start
-	if e.s.Segments == 0 { // begun before the segmented E-step
-		e.train = pieces(e.start, e.s.Pieces, minPiece)
-	}
+	e.train = e.s.trainingWalks(e.start)
 	e.patience = e.s.Patience
 	if e.patience == 0 { // begun before finalEMState.Patience
 		e.patience = legacySplitPatience
@@ -134,13 +131,7 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 // every finalSaveEvery.
 func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
-	ec := chmm.DefaultEMConfig()
-	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = cfg.Final.Iters, -1, FinalEMPseudocount, 0
-	if e.s.Segments > 0 {
-		ec.Segments, ec.Accelerate, ec.StopGain = e.s.Segments, true, chmm.DefaultStopGain
-	}
-	ec.Seed = cfg.Seed + uint64(round)<<32
-	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = e.conf, true, ConfusionBeam
+	ec := e.s.roundEM(cfg, round, cfg.Final.Iters, e.conf)
 	ec.Stop = f.s.ctx.Err
 	ec.Resume, e.resume = e.resume, nil
 	if f.ck.saves() {
@@ -231,6 +222,29 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		}
 	}
 	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// trainingWalks returns the walks' starts as the rounds train on them: whole, or cut
+// into Pieces for a finalisation begun before the segmented E-step.
+func (s *finalEMState) trainingWalks(start []chmm.Sequence) []chmm.Sequence {
+	if s.Segments == 0 {
+		return pieces(start, s.Pieces, minPiece)
+	}
+	return start
+}
+
+// roundEM returns the EM configuration of split round round: at most iters soft
+// iterations from confusion matrix conf, FinalEMPseudocount, no hard phase, and under
+// Segments the segmented E-step, SQUAREM and the stop on chmm.DefaultStopGain.
+func (s *finalEMState) roundEM(cfg Config, round, iters int, conf [][]float64) chmm.EMConfig {
+	ec := chmm.DefaultEMConfig()
+	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = iters, -1, FinalEMPseudocount, 0
+	if s.Segments > 0 {
+		ec.Segments, ec.Accelerate, ec.StopGain = s.Segments, true, chmm.DefaultStopGain
+	}
+	ec.Seed = cfg.Seed + uint64(round)<<32
+	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = conf, true, ConfusionBeam
+	return ec
 }
 
 // minSteps is SplitMinSteps, or the hook's.

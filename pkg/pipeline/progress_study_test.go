@@ -96,17 +96,8 @@ func TestRoundCostStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	start, _ := holdOutEnds(d.sequences(tokens))
-	train := start
-	if st.FinalEM.Segments == 0 {
-		train = pieces(start, st.FinalEM.Pieces, minPiece)
-	}
-	ec := chmm.DefaultEMConfig()
-	ec.MaxIters, ec.Tol, ec.Pseudocount, ec.ViterbiIters = iters, -1, FinalEMPseudocount, 0
-	ec.Seed = cfg.Seed + uint64(st.FinalEM.Round)<<32
-	ec.Confusion, ec.LearnConfusion, ec.ConfusionBeam = st.FinalEM.Conf, true, ConfusionBeam
-	if st.FinalEM.Segments > 0 {
-		ec.Segments, ec.Accelerate, ec.StopGain = st.FinalEM.Segments, true, chmm.DefaultStopGain
-	}
+	train := st.FinalEM.trainingWalks(start)
+	ec := st.FinalEM.roundEM(cfg, st.FinalEM.Round, iters, st.FinalEM.Conf)
 	began := time.Now()
 	h, err := chmm.TrainEM(hmm, train, ec)
 	if err != nil {
