@@ -83,6 +83,15 @@ type EMConfig struct {
 	StopGain   float64
 	StopWindow int // 0: 30
 
+	// Check, if set, is called every CheckEvery E-steps (0: 25) of the soft phase, where
+	// Tol is checked, with the model and confusion matrix (nil: hard tokens) of the
+	// E-step just done and its iteration; it must not change them. true ends the soft
+	// phase there as Tol and StopGain do: with a split where SplitRounds allow and one is
+	// found, else with History.Stop "stopped by its check". A non-nil error ends
+	// training with that error.
+	Check      func(m *Model, conf [][]float64, it int) (bool, error)
+	CheckEvery int
+
 	// Progress, if set, is called every ProgressEvery iterations (0: 1).
 	Progress      func(Progress)
 	ProgressEvery int
@@ -126,6 +135,7 @@ type EMState struct {
 	SegAlpha, SegBeta [][]float64
 	Accel             *AccelState
 	Watch             *GainWatch // under StopGain: its state
+	LastCheck         int        // under Check: the iteration of its last call
 }
 
 // checkSaved says whether a saved training's model sm and history h can stand in for
@@ -247,6 +257,9 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 	if !(cfg.StopGain >= 0 && cfg.StopGain < math.Inf(1)) || cfg.StopWindow < 0 {
 		return nil, fmt.Errorf("chmm: TrainEM: StopGain %v and StopWindow %d, want a finite StopGain >= 0 and StopWindow >= 0", cfg.StopGain, cfg.StopWindow)
 	}
+	if cfg.CheckEvery < 0 {
+		return nil, fmt.Errorf("chmm: TrainEM: CheckEvery %d, want 0 (25) or more", cfg.CheckEvery)
+	}
 	var conf, prevConf [][]float64
 	if cfg.Confusion != nil {
 		if err := ValidateConfusion(cfg.Confusion, m.K()); err != nil {
@@ -333,11 +346,15 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		if splitTol <= 0 {
 			splitTol = 1e-5
 		}
-		lastSplit, first := 0, 0
+		checkEvery := cfg.CheckEvery
+		if checkEvery == 0 {
+			checkEvery = 25
+		}
+		lastSplit, first, lastCheck := 0, 0, 0
 		if st != nil {
 			copy(prevTheta, st.PrevTheta)
 			copy(prevPi, st.PrevPi)
-			prevLL, splits, lastSplit, first = st.PrevLL, st.Splits, st.LastSplit, st.Iter
+			prevLL, splits, lastSplit, first, lastCheck = st.PrevLL, st.Splits, st.LastSplit, st.Iter, st.LastCheck
 			if err := splitSrc.UnmarshalBinary(st.SplitRNG); err != nil {
 				return nil, fmt.Errorf("chmm: TrainEM: resuming: %w", err)
 			}
@@ -370,7 +387,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 			if cfg.Save != nil && it > first && time.Since(saved) >= cfg.SaveEvery {
 				s := &EMState{Iter: it, Model: m.Clone(), Confusion: cloneRows(conf), Seconds: time.Since(start).Seconds(),
 					History: h.clone(), PrevTheta: slices.Clone(prevTheta), PrevPi: slices.Clone(prevPi),
-					PrevConf: cloneRows(prevConf), PrevLL: prevLL, Splits: splits, LastSplit: lastSplit}
+					PrevConf: cloneRows(prevConf), PrevLL: prevLL, Splits: splits, LastSplit: lastSplit, LastCheck: lastCheck}
 				if seg != nil {
 					s.SegAlpha, s.SegBeta = seg.messages()
 				}
@@ -419,6 +436,14 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				}
 				gain = ac.gainPerStep(ll, prevLL, it)
 			}
+			checked := false
+			if cfg.Check != nil && it-lastCheck >= checkEvery {
+				lastCheck = it
+				var err error
+				if checked, err = cfg.Check(m, conf, it); err != nil {
+					return h, err
+				}
+			}
 			if plateau := gain < splitTol && it-lastSplit > 10; plateau && ll > prevLL && splits < cfg.SplitRounds && it < maxIters {
 				if k, _ := splitClones(m, p, acc, fsteps, splitMin, splitNoise, emFreeOcc(fsteps), emFreeOcc(fsteps) > 1, false, splitRng); k > 0 {
 					splits++
@@ -433,7 +458,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				}
 			}
 			stalled := watch != nil && watch.check(obj, it, stopWindow, cfg.StopGain)
-			if it > 0 && (gain <= cfg.Tol || stalled) {
+			if it > 0 && (gain <= cfg.Tol || stalled || checked) {
 				if ll < prevLL { // keep the better parameters
 					copy(m.ThetaLogits, prevTheta)
 					copy(m.PiLogits, prevPi)
@@ -458,6 +483,9 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 					}
 				}
 				h.Stop = "converged"
+				if checked && !(gain <= cfg.Tol || stalled) {
+					h.Stop = "stopped by its check"
+				}
 				rep.report(it, ll, true)
 				break
 			}

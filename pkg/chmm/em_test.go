@@ -382,6 +382,9 @@ func TestTrainEMResume(t *testing.T) {
 		"hard, viterbi":     {clean, EMConfig{MaxIters: 300, Pseudocount: 2e-3, ViterbiIters: 20, SplitRounds: 2, Seed: 5, Workers: 2}, true},
 		"confusion, splits, segments, accelerated, stop": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true, SplitRounds: 3,
 			Seed: 4, Workers: 2, Segments: 6, Accelerate: true, StopGain: 1e-7}, true},
+		"confusion, segments, accelerated, checked": {noisy, EMConfig{MaxIters: 200, Tol: -1, Confusion: conf, LearnConfusion: true,
+			Seed: 4, Workers: 2, Segments: 6, Accelerate: true, CheckEvery: 10,
+			Check: func(_ *Model, _ [][]float64, it int) (bool, error) { return it >= 90, nil }}, false},
 		"hard, viterbi, segments, accelerated": {noisy, EMConfig{MaxIters: 150, Tol: -1, Pseudocount: 2e-3, ViterbiIters: 20, Seed: 5,
 			Workers: 2, Segments: 5, Accelerate: true}, false},
 	}
@@ -407,6 +410,9 @@ func TestTrainEMResume(t *testing.T) {
 					len(saved), soft, h0.Splits)
 			}
 			ats := []int{1, len(saved) / 2, len(saved)}
+			if tc.cfg.Check != nil && h0.Stop != "stopped by its check" {
+				t.Fatalf("stop %q: the case needs its check's", h0.Stop)
+			}
 			if tc.split {
 				ats = append(ats, max(1, h0.Splits[0].Iter), h0.Splits[0].Iter+1)
 			}

@@ -64,6 +64,14 @@ const (
 	// SplitMinSteps is the training steps per state that FinalEM's walks must hold for
 	// another split round: it stops where splitting the clones in use would leave fewer.
 	SplitMinSteps = 100
+	// MissWindow and MissMargin stop a FinalEM split round's EM before it converges
+	// where its held-out ends, checked every missCheckEvery E-steps, have gained less
+	// than SplitGain over the last MissWindow E-steps while standing more than
+	// MissMargin bits per step above the bar (the best round's less SplitGain): it
+	// splits within the round if it can, else the round ends as a miss.
+	MissWindow     = 100
+	MissMargin     = 10 * SplitGain
+	missCheckEvery = 25
 	// ConfusionMin drops the entries of the learned confusion matrix below it after
 	// every split round, and ConfusionBeam is the share of the filtered mass below which
 	// a candidate token is skipped at a step (chmm.EMConfig.ConfusionBeam).

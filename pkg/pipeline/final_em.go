@@ -79,11 +79,13 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	s := f.st.FinalEM
 	if s == nil {
-		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience}
+		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience, EarlyMiss: true}
 		if h := f.s.hooks; h != nil && h.legacyEM {
 			e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
 		} else if h != nil && h.preStops {
-			e.s.Patience = 0
+			e.s.Patience, e.s.EarlyMiss = 0, false
+		} else if h != nil && h.noEarlyMiss {
+			e.s.EarlyMiss = false
 		}
 		var rare []int
 		e.conf, rare = startConfusion(e.seqs, k)
@@ -133,6 +135,12 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	ec := e.s.roundEM(cfg, round, cfg.Final.Iters, e.conf)
 	ec.Stop = f.s.ctx.Err
+	if e.resume == nil {
+		e.s.Checks = nil // a round's checks start with it
+	}
+	if e.s.EarlyMiss {
+		ec.Check, ec.CheckEvery = e.missCheck(round), missCheckEvery
+	}
 	ec.Resume, e.resume = e.resume, nil
 	if f.ck.saves() {
 		ec.SaveEvery = f.saveEvery()
@@ -171,19 +179,10 @@ func (e *emRounds) trainRound(round int, m *chmm.Model) (*chmm.Model, error) {
 // expected visits (chmm.GrowBySplitting.Judge).
 func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) {
 	f, cfg := e.f, e.f.s.cfg
-	whole, err := chmm.ConfusedLogLikelihoods(m, e.seqs, e.conf, 0)
+	bits, err := e.heldOutBits(m, e.conf)
 	if err != nil {
-		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
+		return chmm.SplitJudgement{}, err
 	}
-	begun, err := chmm.ConfusedLogLikelihoods(m, e.start, e.conf, 0)
-	if err != nil {
-		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
-	}
-	var nats float64
-	for i := range e.seqs {
-		nats += whole[i] - begun[i]
-	}
-	bits := -nats / float64(max(1, e.held)) / math.Ln2
 	f.st.Made.HeldOutBits = append(f.st.Made.HeldOutBits, bits)
 	if h := f.s.hooks; h != nil && h.emRound != nil {
 		if err := h.emRound(round, m, e.conf); err != nil {
@@ -222,6 +221,62 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		}
 	}
 	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// heldOutBits returns the held-out ends of the walks under m read through conf, in bits
+// per step, scored given their starts: −(ℓ(whole walks) − ℓ(starts)) / held-out steps.
+func (e *emRounds) heldOutBits(m *chmm.Model, conf [][]float64) (float64, error) {
+	lls, err := chmm.ConfusedLogLikelihoods(m, append(slices.Clone(e.seqs), e.start...), conf, 0)
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	var nats float64
+	for i := range e.seqs {
+		nats += lls[i] - lls[len(e.seqs)+i]
+	}
+	return -nats / float64(max(1, e.held)) / math.Ln2, nil
+}
+
+// missCheck is round's chmm.EMConfig.Check: it scores the held-out ends at the E-step
+// just done (kept in the state's Checks) and stops the round's EM where they stand more
+// than MissMargin above the bar (the best round's held-out ends less SplitGain) and
+// have gained less than SplitGain since the last check at least MissWindow E-steps
+// before. EM then splits within the round where its SplitRounds allow and it finds
+// states to split (and the window starts afresh), or ends the round, which the judge
+// counts as a miss. Before a best round (round 0) it never stops one. It leaves the
+// training alone until it stops it.
+func (e *emRounds) missCheck(round int) func(*chmm.Model, [][]float64, int) (bool, error) {
+	return func(m *chmm.Model, conf [][]float64, it int) (bool, error) {
+		bits, err := e.heldOutBits(m, conf)
+		if err != nil {
+			return false, err
+		}
+		e.s.Checks = append(e.s.Checks, heldOutCheck{Iter: it, Bits: bits})
+		margin := MissMargin
+		if h := e.f.s.hooks; h != nil && h.missMargin > 0 {
+			margin = h.missMargin
+		}
+		above := bits - (e.bestBits - SplitGain)
+		if math.IsInf(e.bestBits, 1) || !(above > margin) {
+			return false, nil
+		}
+		for i := len(e.s.Checks) - 1; i >= 0; i-- {
+			then := e.s.Checks[i]
+			if it-then.Iter < MissWindow {
+				continue
+			}
+			if then.Bits-bits >= SplitGain {
+				return false, nil
+			}
+			if out := e.f.s.out; out != nil {
+				fmt.Fprintf(out, "round %d, E-step %d: held-out ends %.4f bits/step, %.4f above the bar of round %d, gained %.4f over %d E-steps: a split, or the round ends as a miss\n",
+					round, it, bits, above, e.bestRound, then.Bits-bits, it-then.Iter)
+			}
+			e.s.Checks = nil // after a split, a new window
+			return true, nil
+		}
+		return false, nil
+	}
 }
 
 // trainingWalks returns the walks' starts as the rounds train on them: whole, or cut

@@ -200,6 +200,10 @@ type hooks struct {
 	// preStops begins an EM finalisation as one begun before finalEMState.Patience
 	// (Patience 0), with the segmented E-step.
 	preStops bool
+	// noEarlyMiss begins an EM finalisation as one begun before finalEMState.EarlyMiss.
+	noEarlyMiss bool
+	// missMargin, if positive, MissMargin.
+	missMargin float64
 	// emRound sees each EM finalisation round's trained map and its confusion matrix
 	// before it is split.
 	emRound func(round int, m *chmm.Model, conf [][]float64) error

@@ -1352,3 +1352,38 @@ func TestReportRecordsWorldChoices(t *testing.T) {
 		t.Errorf("report.json does not record the choices")
 	}
 }
+
+// TestFinalEMEndsAMissEarly: a split round whose held-out ends stand above the bar and
+// have stopped gaining is stopped before its EM converges (emRounds.missCheck, with a
+// margin small enough for these short walks): it splits within the round, then ends,
+// and the finalisation keeps what it keeps without that stop: the same rounds before
+// it, held-out ends and map, with fewer E-steps in the missed round. A finalisation
+// begun before the stop goes on without it when resumed.
+func TestFinalEMEndsAMissEarly(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Data.Steps = 4000
+	cfg.Final.Trainer, cfg.Final.Iters, cfg.Final.SplitRounds = FinalEM, 300, 4
+	early := t.TempDir()
+	repEarly, err := run(context.Background(), early, cfg, progressOut(), &hooks{missMargin: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk := hooks{noEarlyMiss: true, missMargin: 1e-4}
+	repFull := beganAndResumed(t, cfg, hk, func(s *finalEMState) bool { return !s.EarlyMiss && s.Patience > 0 })
+	re, rf := repEarly.Training, repFull.Training
+	n := len(rf.HeldOutBits)
+	if n < 2 || len(re.HeldOutBits) != n || len(re.Runs) != len(rf.Runs) {
+		t.Fatalf("rounds: %v early, %v without the stop", re.HeldOutBits, rf.HeldOutBits)
+	}
+	last, lastFull := re.Runs[len(re.Runs)-1], rf.Runs[len(rf.Runs)-1]
+	if last.Stop != "stopped by its check" || last.Iterations >= lastFull.Iterations {
+		t.Errorf("the missed round: %+v early, %+v without the stop; want it ended early, with fewer E-steps", last, lastFull)
+	}
+	if !slices.Equal(re.HeldOutBits[:n-1], rf.HeldOutBits[:n-1]) || re.Doublings != rf.Doublings || !slices.Equal(re.Runs[:len(re.Runs)-1], rf.Runs[:len(rf.Runs)-1]) {
+		t.Errorf("the rounds before the miss differ: %v and %v, kept round %d and %d", re.HeldOutBits, rf.HeldOutBits, re.Doublings, rf.Doublings)
+	}
+	if repEarly.NumStates != repFull.NumStates || repEarly.ViterbiMap != repFull.ViterbiMap || repEarly.StatePlacePurity != repFull.StatePlacePurity {
+		t.Errorf("maps differ: %d states, %+v, purity %v early; %d, %+v, %v without the stop", repEarly.NumStates, repEarly.ViterbiMap, repEarly.StatePlacePurity,
+			repFull.NumStates, repFull.ViterbiMap, repFull.StatePlacePurity)
+	}
+}

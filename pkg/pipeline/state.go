@@ -180,11 +180,23 @@ type finalEMState struct {
 	// where the walks hold fewer than SplitMinSteps steps per state of another split. 0:
 	// a finalisation begun before them, which goes on with legacySplitPatience alone.
 	Patience int
-	RNG      []byte // the splits' generator (rand.PCG.MarshalBinary)
+	// EarlyMiss: a round may end as a miss before its EM converges (emRounds.missCheck),
+	// from the held-out ends at its checks so far, Checks. false: a finalisation begun
+	// before that stop, which goes on without it.
+	EarlyMiss bool
+	Checks    []heldOutCheck
+	RNG       []byte // the splits' generator (rand.PCG.MarshalBinary)
 	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
 	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
 	// or Best file: its start is chmm.New's from the config's seed.
 	Training string
+}
+
+// heldOutCheck is the held-out ends of the walks, in bits per step, under a round's map
+// at one E-step of its EM.
+type heldOutCheck struct {
+	Iter int
+	Bits float64
 }
 
 // finalGradState is what the gradient finalisation (FinalGradient) carries past each
