@@ -428,6 +428,46 @@ func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers in
 	return out, err
 }
 
+// ConfusedLogLikelihoodsFrom returns, for every sequence i, the log-likelihood of its
+// steps from[i] on given the steps before, Σ_{t ≥ from[i]} log c_t (the forward pass's
+// normalisers), with its tokens read through c as ConfusedLogLikelihoods reads them: one
+// forward pass, where ConfusedLogLikelihoods of the whole sequence less that of its
+// first from[i] steps takes two (they agree to rounding). from[i] must be in
+// [0, len(seqs[i].Obs)].
+func ConfusedLogLikelihoodsFrom(m *Model, seqs []Sequence, from []int, c [][]float64, workers int) ([]float64, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, err
+	}
+	if err := ValidateConfusion(c, m.K()); err != nil {
+		return nil, err
+	}
+	if len(from) != len(seqs) {
+		return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: %d starts for %d sequences", len(from), len(seqs))
+	}
+	for i, f := range from {
+		if f < 0 || f > len(seqs[i].Obs) {
+			return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: sequence %d of %d steps from step %d", i, len(seqs[i].Obs), f)
+		}
+	}
+	p := newParams(m)
+	p.setConfusion(c, 0)
+	out := make([]float64, len(seqs))
+	nw := workerCount(workers, len(seqs))
+	work := make([]fbWork, nw)
+	err := parallel(len(seqs), nw, func(w, i int) error {
+		_, step, ok := p.forwardConf(seqs[i], p.pi, &work[w])
+		if !ok {
+			out[i] = math.Inf(-1)
+			return zeroProbError(i, step)
+		}
+		for _, c := range work[w].scale[from[i]:len(seqs[i].Obs)] {
+			out[i] += math.Log(c)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ExpectedVisits returns, for every state, the expected number of steps spent
 // in it, Σ_t P(s_t = i | o, a), with tokens read through c (nil: hard tokens).
 func ExpectedVisits(m *Model, seqs []Sequence, c [][]float64, workers int) ([]float64, error) {

@@ -322,3 +322,39 @@ func TestTrimConfusion(t *testing.T) {
 		t.Errorf("trimmed %v, want [[0.8 0.2] [0 1]]", c)
 	}
 }
+
+// TestConfusedLogLikelihoodsFrom: the log-likelihood of a sequence's steps from a cut
+// on, given those before, is ℓ of the whole sequence less ℓ of its steps before the cut
+// (each from ConfusedLogLikelihoods), at every cut from the first step to past the last.
+func TestConfusedLogLikelihoodsFrom(t *testing.T) {
+	_, seqs := walkData(25, aliased3x3, 2, 300)
+	m := New(UniformClones(3, 2), 4, rand.New(rand.NewPCG(25, 1)))
+	c := [][]float64{{0.8, 0.1, 0.1}, {0.1, 0.8, 0.1}, {0.05, 0.05, 0.9}}
+	whole, err := ConfusedLogLikelihoods(m, seqs, c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{0, 1, 150, 299, 300} {
+		got, err := ConfusedLogLikelihoodsFrom(m, seqs, []int{cut, 300 - cut}, c, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range []int{cut, 300 - cut} {
+			before := 0.0
+			if f > 0 {
+				s := Sequence{Obs: seqs[i].Obs[:f], Actions: seqs[i].Actions[:f-1]}
+				l, err := ConfusedLogLikelihoods(m, []Sequence{s}, c, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before = l[0]
+			}
+			if want := whole[i] - before; math.Abs(got[i]-want) > 1e-9*math.Abs(whole[i]) {
+				t.Errorf("sequence %d from step %d: %.12f, want %.12f", i, f, got[i], want)
+			}
+		}
+	}
+	if _, err := ConfusedLogLikelihoodsFrom(m, seqs, []int{0, 301}, c, 2); err == nil {
+		t.Error("a start past the sequence's end: no error")
+	}
+}

@@ -71,7 +71,7 @@ const (
 	// splits within the round if it can, else the round ends as a miss.
 	MissWindow     = 100
 	MissMargin     = 10 * SplitGain
-	missCheckEvery = 25
+	missCheckEvery = 50
 	// ConfusionMin drops the entries of the learned confusion matrix below it after
 	// every split round, and ConfusionBeam is the share of the filtered mass below which
 	// a candidate token is skipped at a step (chmm.EMConfig.ConfusionBeam).

@@ -224,15 +224,20 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 }
 
 // heldOutBits returns the held-out ends of the walks under m read through conf, in bits
-// per step, scored given their starts: −(ℓ(whole walks) − ℓ(starts)) / held-out steps.
+// per step, scored given their starts (ℓ of the whole walks less ℓ of their starts, per
+// held-out step).
 func (e *emRounds) heldOutBits(m *chmm.Model, conf [][]float64) (float64, error) {
-	lls, err := chmm.ConfusedLogLikelihoods(m, append(slices.Clone(e.seqs), e.start...), conf, 0)
+	from := make([]int, len(e.seqs))
+	for i, q := range e.start {
+		from[i] = q.Len()
+	}
+	lls, err := chmm.ConfusedLogLikelihoodsFrom(m, e.seqs, from, conf, 0)
 	if err != nil {
 		return 0, fmt.Errorf("pipeline: finalisation: %w", err)
 	}
 	var nats float64
-	for i := range e.seqs {
-		nats += lls[i] - lls[len(e.seqs)+i]
+	for _, l := range lls {
+		nats += l
 	}
 	return -nats / float64(max(1, e.held)) / math.Ln2, nil
 }
