@@ -406,6 +406,30 @@ func confusionStep(c [][]float64, acc *accum) {
 // GOMAXPROCS). A sequence of zero probability gives -Inf and an error wrapping
 // ErrZeroProbability.
 func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers int) ([]float64, error) {
+	return confusedLogLikelihoods(m, seqs, nil, c, workers)
+}
+
+// ConfusedLogLikelihoodsFrom returns, for every sequence i, the log-likelihood of its
+// steps from[i] on given the steps before, Σ_{t ≥ from[i]} log c_t (the forward pass's
+// normalisers), with its tokens read through c as ConfusedLogLikelihoods reads them: one
+// forward pass, where ConfusedLogLikelihoods of the whole sequence less that of its
+// first from[i] steps takes two (they agree to rounding). from[i] must be in
+// [0, len(seqs[i].Obs)].
+func ConfusedLogLikelihoodsFrom(m *Model, seqs []Sequence, from []int, c [][]float64, workers int) ([]float64, error) {
+	if len(from) != len(seqs) {
+		return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: %d starts for %d sequences", len(from), len(seqs))
+	}
+	for i, f := range from {
+		if f < 0 || f > len(seqs[i].Obs) {
+			return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: sequence %d of %d steps from step %d", i, len(seqs[i].Obs), f)
+		}
+	}
+	return confusedLogLikelihoods(m, seqs, from, c, workers)
+}
+
+// confusedLogLikelihoods is ConfusedLogLikelihoods (from nil) and
+// ConfusedLogLikelihoodsFrom.
+func confusedLogLikelihoods(m *Model, seqs []Sequence, from []int, c [][]float64, workers int) ([]float64, error) {
 	if err := m.Check(seqs); err != nil {
 		return nil, err
 	}
@@ -419,49 +443,15 @@ func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers in
 	work := make([]fbWork, nw)
 	err := parallel(len(seqs), nw, func(w, i int) error {
 		ll, step, ok := p.forwardConf(seqs[i], p.pi, &work[w])
-		out[i] = ll
+		if !ok || from == nil {
+			out[i] = ll
+		} else {
+			for _, c := range work[w].scale[from[i]:len(seqs[i].Obs)] {
+				out[i] += math.Log(c)
+			}
+		}
 		if !ok {
 			return zeroProbError(i, step)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// ConfusedLogLikelihoodsFrom returns, for every sequence i, the log-likelihood of its
-// steps from[i] on given the steps before, Σ_{t ≥ from[i]} log c_t (the forward pass's
-// normalisers), with its tokens read through c as ConfusedLogLikelihoods reads them: one
-// forward pass, where ConfusedLogLikelihoods of the whole sequence less that of its
-// first from[i] steps takes two (they agree to rounding). from[i] must be in
-// [0, len(seqs[i].Obs)].
-func ConfusedLogLikelihoodsFrom(m *Model, seqs []Sequence, from []int, c [][]float64, workers int) ([]float64, error) {
-	if err := m.Check(seqs); err != nil {
-		return nil, err
-	}
-	if err := ValidateConfusion(c, m.K()); err != nil {
-		return nil, err
-	}
-	if len(from) != len(seqs) {
-		return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: %d starts for %d sequences", len(from), len(seqs))
-	}
-	for i, f := range from {
-		if f < 0 || f > len(seqs[i].Obs) {
-			return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: sequence %d of %d steps from step %d", i, len(seqs[i].Obs), f)
-		}
-	}
-	p := newParams(m)
-	p.setConfusion(c, 0)
-	out := make([]float64, len(seqs))
-	nw := workerCount(workers, len(seqs))
-	work := make([]fbWork, nw)
-	err := parallel(len(seqs), nw, func(w, i int) error {
-		_, step, ok := p.forwardConf(seqs[i], p.pi, &work[w])
-		if !ok {
-			out[i] = math.Inf(-1)
-			return zeroProbError(i, step)
-		}
-		for _, c := range work[w].scale[from[i]:len(seqs[i].Obs)] {
-			out[i] += math.Log(c)
 		}
 		return nil
 	})
