@@ -1355,9 +1355,9 @@ func TestReportRecordsWorldChoices(t *testing.T) {
 
 // TestFinalEMEndsAMissEarly: a split round whose held-out ends stand above the bar and
 // have stopped gaining is stopped before its EM converges (emRounds.missCheck, with a
-// margin small enough for these short walks): it splits within the round, then ends,
-// and the finalisation keeps what it keeps without that stop: the same rounds before
-// it, held-out ends and map, with fewer E-steps in the missed round. A finalisation
+// margin small enough for these short walks; its in-round splits are spent by then, so
+// it ends), and the finalisation keeps what it keeps without that stop: the same rounds
+// before it, held-out ends and map, with fewer E-steps in the missed round. A finalisation
 // begun before the stop goes on without it when resumed.
 func TestFinalEMEndsAMissEarly(t *testing.T) {
 	cfg := tinyConfig(t)
