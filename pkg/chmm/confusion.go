@@ -410,11 +410,10 @@ func ConfusedLogLikelihoods(m *Model, seqs []Sequence, c [][]float64, workers in
 }
 
 // ConfusedLogLikelihoodsFrom returns, for every sequence i, the log-likelihood of its
-// steps from[i] on given the steps before, Σ_{t ≥ from[i]} log c_t (the forward pass's
-// normalisers), with its tokens read through c as ConfusedLogLikelihoods reads them: one
-// forward pass, where ConfusedLogLikelihoods of the whole sequence less that of its
-// first from[i] steps takes two (they agree to rounding). from[i] must be in
-// [0, len(seqs[i].Obs)].
+// steps from[i] on given the steps before, with its tokens read through c: ℓ of the
+// whole sequence less ℓ of its first from[i] steps, both as ConfusedLogLikelihoods
+// gives them (bit for bit), from one forward pass where that takes two. from[i] must be
+// in [0, len(seqs[i].Obs)].
 func ConfusedLogLikelihoodsFrom(m *Model, seqs []Sequence, from []int, c [][]float64, workers int) ([]float64, error) {
 	if len(from) != len(seqs) {
 		return nil, fmt.Errorf("chmm: ConfusedLogLikelihoodsFrom: %d starts for %d sequences", len(from), len(seqs))
@@ -443,12 +442,15 @@ func confusedLogLikelihoods(m *Model, seqs []Sequence, from []int, c [][]float64
 	work := make([]fbWork, nw)
 	err := parallel(len(seqs), nw, func(w, i int) error {
 		ll, step, ok := p.forwardConf(seqs[i], p.pi, &work[w])
-		if !ok || from == nil {
-			out[i] = ll
-		} else {
-			for _, c := range work[w].scale[from[i]:len(seqs[i].Obs)] {
-				out[i] += math.Log(c)
+		out[i] = ll
+		if ok && from != nil {
+			// The forward pass of the first from[i] steps alone has the same normalisers,
+			// summed in the same order.
+			var before float64
+			for _, c := range work[w].scale[:from[i]] {
+				before += math.Log(c)
 			}
+			out[i] = ll - before
 		}
 		if !ok {
 			return zeroProbError(i, step)

@@ -458,7 +458,8 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 				}
 			}
 			stalled := watch != nil && watch.check(obj, it, stopWindow, cfg.StopGain)
-			if it > 0 && (gain <= cfg.Tol || stalled || checked) {
+			converged := gain <= cfg.Tol || stalled
+			if it > 0 && (converged || checked) {
 				if ll < prevLL { // keep the better parameters
 					copy(m.ThetaLogits, prevTheta)
 					copy(m.PiLogits, prevPi)
@@ -483,7 +484,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 					}
 				}
 				h.Stop = "converged"
-				if checked && !(gain <= cfg.Tol || stalled) {
+				if !converged {
 					h.Stop = "stopped by its check"
 				}
 				rep.report(it, ll, true)

@@ -225,22 +225,8 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 
 // heldOutBits returns the held-out ends of the walks under m read through conf, in bits
 // per step, scored given their starts: −(ℓ(whole walks) − ℓ(starts)) / held-out steps,
-// as the judge scores a round.
+// in one forward pass a walk (chmm.ConfusedLogLikelihoodsFrom).
 func (e *emRounds) heldOutBits(m *chmm.Model, conf [][]float64) (float64, error) {
-	lls, err := chmm.ConfusedLogLikelihoods(m, append(slices.Clone(e.seqs), e.start...), conf, 0)
-	if err != nil {
-		return 0, fmt.Errorf("pipeline: finalisation: %w", err)
-	}
-	var nats float64
-	for i := range e.seqs {
-		nats += lls[i] - lls[len(e.seqs)+i]
-	}
-	return -nats / float64(max(1, e.held)) / math.Ln2, nil
-}
-
-// checkBits is heldOutBits in one forward pass a walk (chmm.ConfusedLogLikelihoodsFrom),
-// where heldOutBits takes two; the two agree to rounding.
-func (e *emRounds) checkBits(m *chmm.Model, conf [][]float64) (float64, error) {
 	from := make([]int, len(e.seqs))
 	for i, q := range e.start {
 		from[i] = q.Len()
@@ -266,7 +252,7 @@ func (e *emRounds) checkBits(m *chmm.Model, conf [][]float64) (float64, error) {
 // training alone until it stops it.
 func (e *emRounds) missCheck(round int) func(*chmm.Model, [][]float64, int) (bool, error) {
 	return func(m *chmm.Model, conf [][]float64, it int) (bool, error) {
-		bits, err := e.checkBits(m, conf)
+		bits, err := e.heldOutBits(m, conf)
 		if err != nil {
 			return false, err
 		}
