@@ -77,6 +77,12 @@ const (
 	// a candidate token is skipped at a step (chmm.EMConfig.ConfusionBeam).
 	ConfusionMin  = 1e-3
 	ConfusionBeam = 1e-4
+	// JointMaxStates bounds the joint phase's HMM in a bigger world (WorldSettings): where
+	// the world's clone budget would give it more states, joint.clones is set to
+	// JointMaxStates over its classes. The joint HMM's dense forward pass costs N² a
+	// step, and the EM finalisation of a bigger world builds the map anew from one clone
+	// per token, so the joint phase's map only shapes the tokens.
+	JointMaxStates = 400
 	// FinalEMPseudocount is FinalEM's pseudocount, the original CSCG's for rooms.
 	FinalEMPseudocount = 2e-3
 	// ConfusionMeta is the key of the model file's metadata that holds the confusion
@@ -412,7 +418,9 @@ func (c Choice) KV() string { return c.Key + "=" + c.Value }
 //     through a learned confusion matrix;
 //   - there, when one class is at more than half of the places: a warm-up of 4 codes
 //     per class (vqvae.k) merged by the walks' contexts at z 30 (warmup.merge_codes),
-//     since k-means on the warm-up's latents gives that class's frames most codes.
+//     since k-means on the warm-up's latents gives that class's frames most codes;
+//   - there, when the world's clone budget would give the joint HMM more than
+//     JointMaxStates states: JointMaxStates over its classes (joint.clones).
 //
 // None below gridworld.BiggerPlaces places. ConfigFor applies them; a --set or a
 // preset over them wins.
@@ -427,6 +435,11 @@ func WorldSettings(e *gridworld.Env) []Choice {
 		{"final.merge_tokens", "100", big + ": tokens the walks cannot tell apart are merged before the finalisation"},
 		{"final.trainer", "em", big + ": EM grows the budget by splitting and reads the tokens through a learned confusion matrix"},
 	}
+	if total, k := jointStates(e), len(e.ClassesUsed()); total > JointMaxStates && k > 0 {
+		per := max(1, JointMaxStates/k)
+		out = append(out, Choice{"joint.clones", strconv.Itoa(per), fmt.Sprintf("%s: the joint HMM would hold %d states, and its dense forward pass costs N² a step; "+
+			"the EM finalisation builds the map anew, so the joint phase gets %d clones per token (%d in all)", big, total, per, per*k)})
+	}
 	n := e.ClassPlaces()
 	top := slices.Index(n, slices.Max(n))
 	if 2*n[top] > p {
@@ -437,6 +450,17 @@ func WorldSettings(e *gridworld.Env) []Choice {
 			Choice{"warmup.merge_codes", "30", why + "; codes the walks cannot tell apart are merged at z 30"})
 	}
 	return out
+}
+
+// jointStates is the states of the joint phase's HMM under e's own clone budget: its
+// clones per class over the classes shown.
+func jointStates(e *gridworld.Env) int {
+	c := e.Defaults().Clones(e.NumClasses())
+	total := 0
+	for _, id := range e.ClassesUsed() {
+		total += c[id]
+	}
+	return total
 }
 
 // WorldChoices returns the WorldSettings of c's environment that c keeps (a

@@ -261,8 +261,9 @@ func TestWorldSettings(t *testing.T) {
 	want := map[string][]string{
 		"big_room": {"final.iters: 1000 in the run, 1000 now", "final.merge_tokens: 0 in the run, 100 now", "final.trainer: gradient in the run, em now",
 			"joint.scaled_emissions: false in the run, true now", "vqvae.k: 10 in the run, 40 now", "warmup.merge_codes: 0 in the run, 30 now"},
-		"tiled":      bigger,
-		"four_rooms": bigger,
+		"tiled": bigger,
+		"four_rooms": {"final.merge_tokens: 0 in the run, 100 now", "final.trainer: gradient in the run, em now", "joint.clones: 90 in the run, 40 now",
+			"joint.scaled_emissions: false in the run, true now"},
 	}
 	for _, env := range gridworld.Names() {
 		c, err := DefaultConfig(env)
@@ -299,5 +300,51 @@ func TestWorldSettings(t *testing.T) {
 	}
 	if ch := c.WorldChoices(); len(ch) != 7 || slices.ContainsFunc(ch, func(x Choice) bool { return x.Key == "final.trainer" }) {
 		t.Errorf("a setting over a choice drops it: %v", ch)
+	}
+}
+
+// TestWorldSettingsJointCap: where a world's clone budget would give the joint HMM
+// more than JointMaxStates states, joint.clones is JointMaxStates over its classes
+// (hand-computed here), built-in or custom; below, the budget stays the world's.
+func TestWorldSettingsJointCap(t *testing.T) {
+	// 20 × 20 open room, classes 0–9 in turn: 40 places a class, (5·40+1)/2 = 100
+	// clones each, 1,000 states, so 400 / 10 = 40 clones per token.
+	var b strings.Builder
+	for r := range 20 {
+		for c := range 20 {
+			fmt.Fprintf(&b, "%d", (r*20+c)%10)
+			if c < 19 {
+				b.WriteString(" ")
+			}
+		}
+		b.WriteString("\n")
+	}
+	e, err := gridworld.ParseLayout("open20", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jointStates(e); got != 1000 {
+		t.Fatalf("20 × 20 room: %d joint states, want 1000", got)
+	}
+	c := ConfigFor(e)
+	if c.Joint.Clones != 40 {
+		t.Errorf("20 × 20 room: joint.clones %d, want 40", c.Joint.Clones)
+	}
+	if !slices.ContainsFunc(c.WorldChoices(), func(x Choice) bool { return x.Key == "joint.clones" && x.Value == "40" }) {
+		t.Errorf("20 × 20 room: the cap is not among the choices recorded: %v", c.WorldChoices())
+	}
+	for env, states := range map[string]int{"four_rooms": 900, "tiled": 360, "big_room": 250} {
+		e, _ := gridworld.Named(env)
+		if got := jointStates(e); got != states {
+			t.Errorf("%s: %d joint states, want %d", env, got, states)
+		}
+		c, _ := DefaultConfig(env)
+		capped := slices.ContainsFunc(WorldSettings(e), func(x Choice) bool { return x.Key == "joint.clones" })
+		if capped != (states > JointMaxStates) {
+			t.Errorf("%s: joint budget capped %v at %d states", env, capped, states)
+		}
+		if g := GenericConfig(e); !capped && c.Joint.Clones != g.Joint.Clones {
+			t.Errorf("%s: joint.clones %d, want the world's %d", env, c.Joint.Clones, g.Joint.Clones)
+		}
 	}
 }
