@@ -447,8 +447,8 @@ func confusedLogLikelihoods(m *Model, seqs []Sequence, from []int, c [][]float64
 			// The forward pass of the first from[i] steps alone has the same normalisers,
 			// summed in the same order.
 			var before float64
-			for _, c := range work[w].scale[:from[i]] {
-				before += math.Log(c)
+			for _, s := range work[w].scale[:from[i]] {
+				before += math.Log(s)
 			}
 			out[i] = ll - before
 		}
