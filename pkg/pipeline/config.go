@@ -47,7 +47,7 @@ const (
 	// finalisation's budget may double twice.
 	DefaultBudgetDoublings = 2
 	// GrowSlack is the share of the finalisation's clones that pruning must leave unused
-	// for the budget to count as large enough (FinalConfig.BudgetDoublings).
+	// for a grown budget to count as large enough, unchecked (FinalConfig.BudgetDoublings).
 	GrowSlack = 0.1
 	// GrowHoldOut is the end of every training walk that a budget check holds out, and
 	// GrowGain the bits per held-out step that twice the budget must save to be kept.
@@ -274,11 +274,12 @@ type FinalConfig struct {
 	// SplitRounds bounds FinalEM's split rounds (DefaultSplitRounds); 0: one clone per
 	// token.
 	SplitRounds int `json:"split_rounds" range:"[0,16]" help:"em: most rounds of splitting every clone in two"`
-	// BudgetDoublings lets the gradient finalisation's budget size itself: while pruning
-	// leaves fewer than GrowSlack of the clones unused and twice the budget predicts
-	// held-out ends of the training walks better (GrowGain bits per step), Clones
-	// doubles and the finalisation starts again, at most this many times
-	// (DefaultBudgetDoublings). Needs BudgetShare and Prune > 0. 0: a fixed budget.
+	// BudgetDoublings lets the gradient finalisation's budget size itself: where twice
+	// the budget predicts held-out ends of the training walks better (GrowGain bits per
+	// step), Clones doubles and the finalisation starts again, at most this many times
+	// (DefaultBudgetDoublings). The first budget is always checked; a doubled one only
+	// where pruning leaves fewer than GrowSlack of its clones unused. Needs BudgetShare
+	// and Prune > 0. 0: a fixed budget.
 	BudgetDoublings int `json:"budget_doublings" range:"[0,6]" help:"gradient: most doublings of the clone budget (0: fixed)"`
 	// ChunkAbove makes a training read random chunks of the training walks when one pass
 	// over walks of at least chmm.ChunkMinSteps steps would cost more than this many

@@ -31,8 +31,8 @@
 //     and the optional label-free stop (Config.Joint.StopChurn).
 //  3. Finalisation (final.go): the encoder frozen, the map trained on the training
 //     walks' hard tokens (merged first with Config.Final.MergeTokens), by gradient
-//     (final_grad.go: a budget by token share that doubles where it binds, then
-//     pruning) or by EM through a learned token confusion matrix (final_em.go: split
+//     (final_grad.go: a budget by token share that doubles while twice as many
+//     clones predict the walks' held-out ends better, then pruning) or by EM through a learned token confusion matrix (final_em.go: split
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks).
 //  4. Refinement (refine.go; Config.Refine, off by default): the map teaches the
 //     encoder the pseudo-classes it reads from the training walks (pseudo.go; no

@@ -18,9 +18,10 @@ const maxFinalBytes = 6e9
 // gradient is the gradient finalisation (FinalGradient): it trains the map's HMM on
 // seqs, the training walks' hard tokens (share: each token's share of their frames),
 // from joint, the joint phase's HMM (FinalFromJoint), or afresh on a budget by token
-// share that doubles where it binds (Config.Final.BudgetDoublings), then prunes it
-// (Config.Final.Prune). Each finished training is a checkpoint (FinalGrad) that an
-// interrupted run resumes from.
+// share that doubles while twice as many clones predict better
+// (Config.Final.BudgetDoublings, growthCheck), then prunes it (Config.Final.Prune).
+// Each finished training is a checkpoint (FinalGrad) that an interrupted run resumes
+// from.
 func (f *finaliser) gradient(seqs []chmm.Sequence, share []float64, joint *chmm.Model) (*chmm.Model, error) {
 	cfg := f.s.cfg
 	gc := chmm.GradConfig{Iters: cfg.Final.Iters, LR: cfg.Final.LR, EntropyWeight: cfg.Final.Entropy,
@@ -84,7 +85,7 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 	cfg := f.s.cfg
 	s := f.st.FinalGrad
 	if s == nil {
-		s = &finalGradState{}
+		s = &finalGradState{CheckFirst: true}
 		f.st.FinalGrad = s // its trainings save themselves (trainShown)
 		return joint, s, nil
 	}
@@ -106,30 +107,36 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 	return hmm, s, nil
 }
 
-// growthCheck is Config.Final.BudgetDoublings's check after round s.Round, whose map has n states:
-// the budget binds when pruning left fewer than GrowSlack of its clones unused, and it
-// doubles if twice the budget predicts the held-out ends of the training walks by
-// GrowGain bits per step better (growthBits, each score a checkpoint). It returns
-// whether the budget doubled, with the next round's checkpoint committed.
+// growthCheck is Config.Final.BudgetDoublings's check after round s.Round, whose map has n
+// states: the first budget is always checked (s.CheckFirst: from pixels, misread tokens
+// fill clones that pruning keeps, so the clones left unused do not show a budget that
+// is too small), a later one where it binds (pruning left fewer than GrowSlack of its
+// clones unused); it doubles if twice the budget predicts the held-out ends of the
+// training walks by GrowGain bits per step better (growthBits, each score a
+// checkpoint). It returns whether the budget doubled, with the next round's checkpoint
+// committed.
 func (f *finaliser) growthCheck(s *finalGradState, seqs []chmm.Sequence, share []float64, n, numActions int, gc chmm.GradConfig) (bool, error) {
 	cfg, out := f.s.cfg, f.s.out
 	clones := cfg.Final.Clones << s.Round
 	unused := f.st.Made.Pruned
 	budget := n - 1 + unused // the round's states before pruning
-	if float64(unused) >= GrowSlack*float64(budget) {
+	binds := float64(unused) < GrowSlack*float64(budget)
+	if !binds && !(s.CheckFirst && s.Round == 0) {
 		return false, nil
 	}
 	steps := stepsOf(seqs)
+	why := fmt.Sprintf("the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%)", unused, budget, 100*GrowSlack)
+	if !binds {
+		why = fmt.Sprintf("the finalisation's first budget: pruning left %d of %d clones unused", unused, budget)
+	}
 	if need := chmm.TrainBytes(1+len(share)*2*clones, numActions, steps); need > maxFinalBytes {
 		if out != nil {
-			fmt.Fprintf(out, "the finalisation's budget binds (%d of %d clones unused), but twice as many would need %.1f GB (more than %.0f): kept\n",
-				unused, budget, need/1e9, maxFinalBytes/1e9)
+			fmt.Fprintf(out, "%s, but twice as many would need %.1f GB (more than %.0f): kept\n", why, need/1e9, maxFinalBytes/1e9)
 		}
 		return false, nil
 	}
 	if out != nil {
-		fmt.Fprintf(out, "the finalisation's budget binds: pruning left %d of %d clones unused (fewer than %.0f%%); does twice the budget predict the end of the training walks better?\n",
-			unused, budget, 100*GrowSlack)
+		fmt.Fprintf(out, "%s; does twice the budget predict the end of the training walks better?\n", why)
 	}
 	if s.Done == gradPruned {
 		bits, err := f.growthBits(seqs, share, clones, numActions, gc)

@@ -132,6 +132,55 @@ func TestFinalGrow(t *testing.T) {
 	}
 }
 
+// TestFinalGrowChecksFirst: the first budget is checked even where it does not bind.
+// On aliased's exact tokens (4 places each) with 8 clones per token, pruning leaves
+// about half of the 32 unused; the check still scores 16 clones per token against 8,
+// and keeps 8 (twice as many predict no better, GrowGain). A finalisation begun before
+// that check (a checkpoint without CheckFirst) checks nothing here.
+func TestFinalGrowChecksFirst(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := gridworld.NewRand(3)
+	var seqs []chmm.Sequence
+	for range 2 {
+		ep := env.Walk(rng, 3000)
+		seqs = append(seqs, chmm.Sequence{Obs: ep.Obs, Actions: ep.Actions})
+	}
+	share := []float64{0.25, 0.25, 0.25, 0.25}
+	for _, before := range []bool{false, true} {
+		cfg, err := DefaultConfig("aliased")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Final.Clones, cfg.Final.Iters, cfg.Final.PruneIters = 8, 300, 50
+		var out strings.Builder
+		r := testFinaliser(cfg, nil, &out, nil)
+		if before {
+			r.st.FinalGrad = &finalGradState{} // a checkpoint written before CheckFirst
+		}
+		if _, err := r.gradient(seqs, share, chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1)))); err != nil {
+			t.Fatal(err)
+		}
+		made := r.st.Made
+		if made.Pruned < 8 {
+			t.Fatalf("pruning left %d of 32 clones unused; the test needs a budget that does not bind", made.Pruned)
+		}
+		switch checks := made.GrowChecks; {
+		case before && len(checks) != 0:
+			t.Errorf("begun before: checks %+v, want none", checks)
+		case !before && (len(checks) != 1 || checks[0].Clones != 8 || checks[0].Grown || !(checks[0].Bits > 0)):
+			t.Errorf("checks %+v, want one of 8 clones per token, kept:\n%s", checks, out.String())
+		case !before && !strings.Contains(out.String(), "the finalisation's first budget: pruning left"):
+			t.Errorf("the check does not say why it ran:\n%s", out.String())
+		}
+		if made.GrowRounds != 0 {
+			t.Errorf("before %v: %d doublings, want 0", before, made.GrowRounds)
+		}
+	}
+}
+
 // TestFinaliseEM: on aliased walks whose tokens are misread with probability 0.08 (to
 // the next token), the EM finalisation learns C (diagonal 0.92 ± 0.02, the misread
 // entry 0.08 ± 0.02) and a map whose Viterbi path through C on a clean walk is one

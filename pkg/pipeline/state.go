@@ -208,6 +208,9 @@ type finalGradState struct {
 	Model string  // model file: this round's map after its last step ("" when Done is 0)
 	Bits  float64 // the growth check's held-out ends with this round's budget (set with gradChecked)
 	Event string  // marks the round's first history row
+	// CheckFirst: the first budget is checked whether or not it binds (growthCheck).
+	// false in a finalisation begun before, which checks only a budget that binds.
+	CheckFirst bool `json:",omitempty"`
 	// Training is a file holding the gradient training in progress after step Done (a
 	// gob of chmm.GradState, saved every finalSaveEvery); "" when none was saved.
 	Training string
