@@ -11,7 +11,7 @@ export GOMLX_BACKEND ?= go:parallelism=-1
 GO ?= go
 BIN := bin/gradcscg
 
-.PHONY: all build setup demo test bench gpu-build gpu-check data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-world reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks notebooks-full ship-runs clean
+.PHONY: all build setup demo test bench gpu-build gpu-check data reproduce-symbolic reproduce-cscg reproduce-bigger reproduce-bigger-pixels reproduce-rooms52 reproduce-world reproduce-vqvae reproduce-images reproduce-images-mlp reproduce-fashion reproduce-fashion-mlp reproduce-stress reproduce-plan fuzz plan-variants growth-study notes verdict-study ablation ablation-mlp figures notebooks notebooks-full ship-runs clean
 
 all: build
 
@@ -138,6 +138,12 @@ reproduce-bigger-pixels: build
 # --layout and --seed: the data size, clone budget and settings the pipeline chooses for the world; from
 # symbols (the default trainer) and from MNIST pixels (about an hour a run on two cores). Reports are
 # copied to results/world/; an interrupted run resumes with the same command.
+# Three 52-place rooms with one class at more than half of the places (results/notes/budget.md), MNIST, defaults.
+reproduce-rooms52: build
+	for s in $(SEEDS); do for r in floor52 empty52 three52; do \
+		$(BIN) train --layout layouts/$$r.txt --seed $$s && cp runs/$${r}_mnist_seed$$s/report.json results/rooms52/$${r}_mnist_seed$$s.json || exit 1; \
+	done; done
+
 reproduce-world: build
 	for s in $(SEEDS); do \
 		$(BIN) symbolic --layout layouts/random_12x12.txt --seed $$s --json results/world/random_12x12_gradient_seed$$s.json || exit 1; \
