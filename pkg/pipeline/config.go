@@ -421,13 +421,22 @@ func (c Choice) KV() string { return c.Key + "=" + c.Value }
 //     per class (vqvae.k) merged by the walks' contexts at z 30 (warmup.merge_codes),
 //     since k-means on the warm-up's latents gives that class's frames most codes;
 //   - there, when the world's clone budget would give the joint HMM more than
-//     JointMaxStates states: JointMaxStates over its classes (joint.clones).
+//     JointMaxStates states: JointMaxStates over its classes (joint.clones);
+//   - below gridworld.BiggerPlaces places, when one class is at more than half of the
+//     places: the EM finalisation alone (final.trainer=em), since the gradient one,
+//     reading hard tokens, merges places of the crowded class's token that EM through
+//     a learned confusion matrix tells apart.
 //
-// None below gridworld.BiggerPlaces places. ConfigFor applies them; a --set or a
-// preset over them wins.
+// ConfigFor applies them; a --set or a preset over them wins.
 func WorldSettings(e *gridworld.Env) []Choice {
 	p := e.NumPlaces()
+	n := e.ClassPlaces()
+	top := slices.Index(n, slices.Max(n))
 	if p < gridworld.BiggerPlaces {
+		if 2*n[top] > p {
+			return []Choice{{"final.trainer", "em", fmt.Sprintf("class %d is at %d of the %d places: EM reads the tokens through a learned confusion matrix "+
+				"and grows the budget by splitting, where the gradient finalisation merges places of that class", top, n[top], p)}}
+		}
 		return nil
 	}
 	big := fmt.Sprintf("%d places (bigger worlds: %d or more)", p, gridworld.BiggerPlaces)
@@ -441,8 +450,6 @@ func WorldSettings(e *gridworld.Env) []Choice {
 		out = append(out, Choice{"joint.clones", strconv.Itoa(per), fmt.Sprintf("%s: the joint HMM would hold %d states, and its dense forward pass costs N² a step; "+
 			"the EM finalisation builds the map anew, so the joint phase gets %d clones per token (%d in all)", big, total, per, per*k)})
 	}
-	n := e.ClassPlaces()
-	top := slices.Index(n, slices.Max(n))
 	if 2*n[top] > p {
 		k := 4 * len(e.ClassesUsed())
 		why := fmt.Sprintf("class %d is at %d of the %d places: the warm-up gives its frames most codes", top, n[top], p)

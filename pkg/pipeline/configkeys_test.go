@@ -303,6 +303,37 @@ func TestWorldSettings(t *testing.T) {
 	}
 }
 
+// TestWorldSettingsCrowdedClass: below gridworld.BiggerPlaces places, a world with one
+// class at more than half of its places gets the EM finalisation alone; at half
+// (cscg_empty: 24 of 48) or less it gets nothing.
+func TestWorldSettingsCrowdedClass(t *testing.T) {
+	// 3 × 5, class 0 at 8 of the 15 places.
+	e, err := gridworld.ParseLayout("crowd", strings.NewReader("0 0 0 0 0\n1 0 2 0 3\n4 0 5 6 7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := WorldSettings(e)
+	if len(got) != 1 || got[0].KV() != "final.trainer=em" || !strings.Contains(got[0].Why, "class 0 is at 8 of the 15 places") {
+		t.Errorf("class 0 at 8 of 15 places: %v, want final.trainer=em with its reason", got)
+	}
+	if c := ConfigFor(e); c.Final.Trainer != FinalEM || len(c.WorldChoices()) != 1 {
+		t.Errorf("ConfigFor: trainer %q, choices %v", c.Final.Trainer, c.WorldChoices())
+	}
+	half, err := gridworld.ParseLayout("half", strings.NewReader("0 0 0 0\n1 2 3 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := WorldSettings(half); len(got) != 0 {
+		t.Errorf("class 0 at 4 of 8 places: %v, want none", got)
+	}
+	for _, env := range []string{"cscg_empty", "room", "uniform_interior"} {
+		b, _ := gridworld.Named(env)
+		if got := WorldSettings(b); len(got) != 0 {
+			t.Errorf("%s: %v, want none", env, got)
+		}
+	}
+}
+
 // TestWorldSettingsJointCap: where a world's clone budget would give the joint HMM
 // more than JointMaxStates states, joint.clones is JointMaxStates over its classes
 // (hand-computed here), built-in or custom; below, the budget stays the world's.
