@@ -432,8 +432,9 @@ func WorldSettings(e *gridworld.Env) []Choice {
 	p := e.NumPlaces()
 	n := e.ClassPlaces()
 	top := slices.Index(n, slices.Max(n))
+	crowded := 2*n[top] > p // one class at more than half of the places
 	if p < gridworld.BiggerPlaces {
-		if 2*n[top] > p {
+		if crowded {
 			return []Choice{{"final.trainer", "em", fmt.Sprintf("class %d is at %d of the %d places: EM reads the tokens through a learned confusion matrix "+
 				"and grows the budget by splitting, where the gradient finalisation merges places of that class", top, n[top], p)}}
 		}
@@ -450,7 +451,7 @@ func WorldSettings(e *gridworld.Env) []Choice {
 		out = append(out, Choice{"joint.clones", strconv.Itoa(per), fmt.Sprintf("%s: the joint HMM would hold %d states, and its dense forward pass costs N² a step; "+
 			"the EM finalisation builds the map anew, so the joint phase gets %d clones per token (%d in all)", big, total, per, per*k)})
 	}
-	if 2*n[top] > p {
+	if crowded {
 		k := 4 * len(e.ClassesUsed())
 		why := fmt.Sprintf("class %d is at %d of the %d places: the warm-up gives its frames most codes", top, n[top], p)
 		out = append(out,
