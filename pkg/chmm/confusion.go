@@ -1,6 +1,7 @@
 package chmm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -491,4 +492,74 @@ func ExpectedVisits(m *Model, seqs []Sequence, c [][]float64, workers int) ([]fl
 		visits[i] += v
 	}
 	return visits, nil
+}
+
+// FitConfusionConfig configures FitConfusion. The zero value is the default.
+type FitConfusionConfig struct {
+	// MaxIters bounds the E-steps (0: 100).
+	MaxIters int
+	// Tol ends the fit once ℓ/T (nats per step) gains no more than Tol over the
+	// E-step before (0: 1e-5).
+	Tol float64
+	// Beam is EMConfig.ConfusionBeam for every E-step (0: no beam). Must be in
+	// [0, 0.5).
+	Beam float64
+	// Workers is the number of goroutines over sequences (<= 0: GOMAXPROCS).
+	Workers int
+}
+
+// FitConfusion fits the confusion matrix C of map m to seqs by EM over C alone:
+// m's transitions and π stay as they are, and each M-step sets every row of C
+// to the posterior counts of the true token as EMConfig.LearnConfusion does,
+//
+//	C[k][o] ∝ Σ_{t: o_t = o} P(ω(s_t) = k | o, a)    over the entries where start[k][o] > 0,
+//
+// so a zero of start stays zero and a row whose token the walks never visit keeps
+// start's values. start must pass ValidateConfusion; it is not modified. It returns
+// C after the last M-step and ℓ/T before every M-step and after the last (non-
+// decreasing up to rounding without a beam). A hard-token map fitted this way
+// reads its misreads through C: DiagnoseConfused judges it as a map the EM
+// finalisation made.
+func FitConfusion(m *Model, seqs []Sequence, start [][]float64, cfg FitConfusionConfig) ([][]float64, []float64, error) {
+	if err := m.Check(seqs); err != nil {
+		return nil, nil, err
+	}
+	steps := 0
+	for _, s := range seqs {
+		steps += s.Len()
+	}
+	if steps == 0 {
+		return nil, nil, errors.New("chmm: FitConfusion: no steps")
+	}
+	if err := ValidateConfusion(start, m.K()); err != nil {
+		return nil, nil, fmt.Errorf("chmm: FitConfusion: %w", err)
+	}
+	if cfg.MaxIters < 0 || math.IsNaN(cfg.Tol) || cfg.Tol < 0 || !(cfg.Beam >= 0 && cfg.Beam < 0.5) {
+		return nil, nil, fmt.Errorf("chmm: FitConfusion: MaxIters %d, Tol %v, Beam %v: want MaxIters >= 0, Tol >= 0 and Beam in [0, 0.5)",
+			cfg.MaxIters, cfg.Tol, cfg.Beam)
+	}
+	iters, tol := cfg.MaxIters, cfg.Tol
+	if iters == 0 {
+		iters = 100
+	}
+	if tol == 0 {
+		tol = 1e-5
+	}
+	c := cloneRows(start)
+	p := newParams(m)
+	es := newEstepper(p, cfg.Workers, len(seqs))
+	var lls []float64
+	for it := 0; ; it++ {
+		p.setConfusion(c, cfg.Beam)
+		acc, err := es.run(p, seqs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("chmm: FitConfusion: E-step %d: %w", it, err)
+		}
+		ll := acc.ll / float64(steps)
+		lls = append(lls, ll)
+		if it == iters || it > 0 && ll-lls[it-1] <= tol {
+			return c, lls, nil
+		}
+		confusionStep(c, acc)
+	}
 }

@@ -359,3 +359,103 @@ func TestConfusedLogLikelihoodsFrom(t *testing.T) {
 		t.Error("a start past the sequence's end: no error")
 	}
 }
+
+// One E-step and M-step of FitConfusion is the true-token posterior of every state
+// path, enumerated, normalised over the nonzero entries of the start.
+func TestFitConfusionBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 1))
+	m := randomModel(rng, []int{2, 1, 2}, 2, 1, false)
+	seqs := []Sequence{randomSeq(rng, 3, 2, 5), randomSeq(rng, 3, 2, 4)}
+	before := append([]float64(nil), m.ThetaLogits...)
+	c, lls, err := FitConfusion(m, seqs, testConfusion, FitConfusionConfig{MaxIters: 1, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kk := m.K()
+	counts := make([]float64, kk*kk)
+	var ll float64
+	for _, s := range seqs {
+		z, _, _, _, conf := bruteConf(m, s, testConfusion)
+		ll += math.Log(z)
+		for i, v := range conf {
+			counts[i] += v
+		}
+	}
+	if len(lls) != 2 || math.Abs(lls[0]-ll/9) > 1e-12 {
+		t.Errorf("ℓ/T %v, want 2 values, the first %.15g", lls, ll/9)
+	}
+	for k := range kk {
+		var tot float64
+		for o := range kk {
+			if testConfusion[k][o] > 0 {
+				tot += counts[k*kk+o]
+			}
+		}
+		for o := range kk {
+			want := 0.0
+			if testConfusion[k][o] > 0 {
+				want = counts[k*kk+o] / tot
+			}
+			if math.Abs(c[k][o]-want) > 1e-12 {
+				t.Errorf("C[%d][%d] = %.15g, brute force %.15g", k, o, c[k][o], want)
+			}
+		}
+	}
+	if c[2][0] != 0 || testConfusion[0][0] != 0.8 {
+		t.Errorf("C[2][0] = %v (a zero of the start stays zero); start C[0][0] = %v (not modified)", c[2][0], testConfusion[0][0])
+	}
+	if z, _ := ConfusedLogLikelihoods(m, seqs, c, 0); math.Abs(z[0]+z[1]-9*lls[1]) > 1e-9 {
+		t.Errorf("ℓ/T after the M-step %.15g, ConfusedLogLikelihoods %.15g", lls[1], (z[0]+z[1])/9)
+	}
+	for i, v := range m.ThetaLogits {
+		if v != before[i] {
+			t.Fatalf("FitConfusion changed logit %d: %v to %v", i, before[i], v)
+		}
+	}
+}
+
+// A hard-token map of a clean walk, fitted to the same walk with tokens misread at a
+// known rate, learns that rate and keeps its transitions.
+func TestFitConfusionLearnsMisreads(t *testing.T) {
+	_, seqs := walkData(29, aliased3x3, 4, 3000)
+	m := New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(29, 2)))
+	if _, err := TrainEM(m, seqs, EMConfig{MaxIters: 300, SplitRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	before := append([]float64(nil), m.ThetaLogits...)
+	rng := rand.New(rand.NewPCG(29, 3))
+	const flip = 0.1 // each token read as the next one with probability 0.1
+	for _, s := range seqs {
+		for i, o := range s.Obs {
+			if rng.Float64() < flip {
+				s.Obs[i] = (o + 1) % 3
+			}
+		}
+	}
+	start := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
+	c, lls, err := FitConfusion(m, seqs, start, FitConfusionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(lls); i++ {
+		if lls[i] < lls[i-1]-1e-12 {
+			t.Errorf("E-step %d: ℓ/T decreased from %.15g to %.15g", i, lls[i-1], lls[i])
+		}
+	}
+	if len(lls) < 3 || len(lls) > 101 {
+		t.Errorf("%d E-steps, want 3 to 101", len(lls))
+	}
+	for k := range 3 {
+		if math.Abs(c[k][k]-(1-flip)) > 0.02 || math.Abs(c[k][(k+1)%3]-flip) > 0.02 || c[k][(k+2)%3] > 0.01 {
+			t.Errorf("fitted C[%d] = %.3f, want about [%v at %d, %v at %d, 0]", k, c[k], 1-flip, k, flip, (k+1)%3)
+		}
+	}
+	for i, v := range m.ThetaLogits {
+		if v != before[i] {
+			t.Fatalf("FitConfusion changed logit %d", i)
+		}
+	}
+	if _, _, err := FitConfusion(m, seqs, start, FitConfusionConfig{Beam: 0.5}); err == nil || !strings.Contains(err.Error(), "Beam") {
+		t.Errorf("Beam 0.5: error %v, want one naming Beam", err)
+	}
+}

@@ -44,6 +44,7 @@
 // our addition for misread images): the recursions run over the union of the
 // candidate tokens' clone blocks, EM may learn C as well, and a beam drops the
 // candidates the forward pass has all but ruled out (confusion.go).
+// FitConfusion fits C alone to a map held fixed.
 //
 // TrainGradient is Adam on (π, Θ) with the loss −ℓ/T (per step), optionally
 // plus the transition-entropy term η·Σ_{a,i} w_{a,i} H(T[a,i,·]) where w_{a,i}
