@@ -65,6 +65,13 @@ type Diagnosis struct {
 	// them predicting held-out steps better (set by the caller; 0: none, or not
 	// known). Judge then does not advise more clones for a merged map.
 	SplitsPast int `json:"splits_past,omitempty"`
+	// Reread (a map of noisy hard tokens; set by the caller, nil: none) is the
+	// diagnosis of the same map and training walks with the tokens read through a
+	// confusion matrix fitted to them, the map held fixed (FitConfusion): a hard-token
+	// map absorbs misreads into its clones, and read through that matrix they are
+	// misreads again. Judge applies to it the merged-places test of maps read through
+	// a confusion matrix (Unexplained).
+	Reread *Diagnosis `json:"reread,omitempty"`
 	// Verdict is Judge's (set by the caller).
 	Verdict *Verdict `json:"verdict,omitempty"`
 }
@@ -409,8 +416,9 @@ const (
 	// training steps: the map is not resolved, or the encoder misreads too often.
 	ProblemPredict = "predict"
 	// ProblemMerged: the map needs hindsight to tell which place a clone is. Noisy
-	// tokens read through a confusion matrix: it is surprised where no misread
-	// explains it (Unexplained above NoisyUnexplained). Exact tokens: it is surprised
+	// tokens read through a confusion matrix (the map's own, or for a hard-token map
+	// one fitted to it: Reread): it is surprised where no misread explains it
+	// (Unexplained above NoisyUnexplained). Exact tokens: it is surprised
 	// past what localising at the start of its walks explains (LateSurprises above
 	// ExactSurprises).
 	ProblemMerged = "merged"
@@ -437,7 +445,9 @@ const (
 // step its Viterbi path misses and for a few steps after; a merged clone surprises it
 // wherever its places' futures part. Unexplained (the share surprised more than
 // NoisyAftermath steps after the path's last miss) above NoisyUnexplained means
-// merged.
+// merged. A map of hard tokens is read for this test through a confusion matrix
+// fitted to it with its transitions held fixed (Reread): its clones absorb the
+// misreads, which that matrix reads as misreads again.
 const (
 	ExactBits          = 0.02
 	LocaliseSurprises  = 10   // surprises per walk that localising may explain (exact tokens)
@@ -503,7 +513,7 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 		if d.Determinism < NoisyDeterminism {
 			v.Problems = append(v.Problems, ProblemPredict)
 		}
-		if d.Confused && d.Unexplained() > NoisyUnexplained {
+		if d.Confused && d.Unexplained() > NoisyUnexplained || !d.Confused && d.Reread != nil && d.Reread.Unexplained() > NoisyUnexplained {
 			v.Problems = append(v.Problems, ProblemMerged)
 		}
 		if d.UsedClones > 0 && d.Steps < NoisyStepsPerClone*d.UsedClones {
@@ -525,6 +535,10 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 			100*d.Surprises, 100*d.Misses, 100*d.Unexplained(), NoisyAftermath)
 	case !noisy && d.Surprises > 0:
 		hindsight = fmt.Sprintf("; %.3f%% of steps surprise the map", 100*d.Surprises)
+	case d.Reread != nil:
+		r := d.Reread
+		hindsight = fmt.Sprintf("; read through a fitted confusion matrix, %.2f%% of steps surprise the map, %.2f%% with hindsight, %.2f%% more than %d steps after a miss",
+			100*r.Surprises, 100*r.Misses, 100*r.Unexplained(), NoisyAftermath)
 	}
 	nums := fmt.Sprintf("%s, training %.4f; %.1f%% of steps predict the next token%s; %d of %d clones used%s",
 		heldText, d.TrainBits, 100*d.Determinism, hindsight, d.UsedClones, d.Clones, full)
@@ -548,7 +562,7 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 			ProblemClones: "more clones for the full tokens",
 			ProblemFit:    "more iterations, restarts or EM (training stopped on a plateau)",
 			ProblemData:   dataAdvice,
-			ProblemMerged: mergedAdvice(noisy, d.SplitsPast),
+			ProblemMerged: mergedAdvice(noisy, d.Reread != nil, d.SplitsPast),
 			ProblemPredict: fmt.Sprintf("more clones or joint iterations, or a better encoder (the map predicts the next token on fewer than %.0f%% of steps: "+
 				"either it is not resolved or the tokens are misread too often)", 100*NoisyDeterminism),
 		}[p])
@@ -557,14 +571,20 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 	return v
 }
 
-// mergedAdvice is what Judge suggests for ProblemMerged.
-func mergedAdvice(noisy bool, splitsPast int) string {
+// mergedAdvice is what Judge suggests for ProblemMerged (reread: judged on
+// Diagnosis.Reread, a hard-token map).
+func mergedAdvice(noisy, reread bool, splitsPast int) string {
 	if !noisy {
 		return fmt.Sprintf("EM, restarts or another seed (over %.2f%% of the steps surprise the map beyond localising at the start of its walks: "+
 			"some clones stand for several places, told apart only by what comes next)", 100*ExactSurprises)
 	}
 	why := fmt.Sprintf("over %.2f%% of the steps surprise the map more than %d steps after its Viterbi path last missed, where misreads do not explain them: "+
 		"its clones stand for several places, told apart only by what comes next", 100*NoisyUnexplained, NoisyAftermath)
+	if reread {
+		// A hard-token map's clones also hold its misreads; EM through a learned
+		// confusion matrix leaves them to the matrix.
+		return "the EM finalisation through a learned confusion matrix, or more clones (read through a confusion matrix fitted to it, " + why + ")"
+	}
 	if splitsPast == 0 {
 		return "more training per split round (EM iterations), more clones (splits) or more data (" + why + ")"
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -14,7 +15,10 @@ import (
 // HMM on the hard tokens the final encoder gives the training episodes' frames, and
 // on those of the held-out episode's test images (through the map's confusion matrix,
 // MapConfusion, if it has one), with its verdict
-// (Judge(chmm.NoisyTokens)). The evaluation phase stores it in the report.
+// (Judge(chmm.NoisyTokens)). A map of hard tokens (the gradient finalisation's) is
+// also read through a confusion matrix fitted to it (Diagnosis.Reread), so that the
+// verdict tells its merged places from the encoder's misreads as it does for a map
+// made by EM. The evaluation phase stores it in the report.
 func Diagnose(res *Result) (*chmm.Diagnosis, error) {
 	d, err := loadData(res.Config)
 	if err != nil {
@@ -52,13 +56,45 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evalu
 	if err != nil {
 		return nil, err
 	}
-	dg, err := chmm.DiagnoseConfused(hmm, d.sequences(tokens), []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, conf, 0)
+	train := d.sequences(tokens)
+	dg, err := chmm.DiagnoseConfused(hmm, train, []chmm.Sequence{{Obs: heldTokens, Actions: held.Episode.Actions}}, conf, 0)
 	if err != nil {
 		return nil, err
+	}
+	if conf == nil {
+		if dg.Reread, err = reread(hmm, train); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Final.Trainer == FinalEM && made != nil && len(made.HeldOutBits) > 0 {
 		dg.SplitsPast = len(made.HeldOutBits) - 1 - made.Doublings
 	}
 	dg.Verdict = dg.Judge(chmm.NoisyTokens)
+	return dg, nil
+}
+
+// Rereading a hard-token map: the E-steps of FitConfusion at most and its stop.
+const (
+	RereadIters = 50
+	RereadTol   = 1e-5
+)
+
+// reread is the diagnosis of the hard-token map hmm on its training walks train read
+// through a confusion matrix fitted to them with the map held fixed
+// (chmm.FitConfusion from startConfusion's C, at most RereadIters E-steps under
+// ConfusionBeam; entries below ConfusionMin then dropped, as the EM finalisation
+// drops them): the misreads that the map's clones absorbed are read as misreads, and
+// what still surprises it far from a miss is merged places (Judge).
+func reread(hmm *chmm.Model, train []chmm.Sequence) (*chmm.Diagnosis, error) {
+	start, _ := startConfusion(train, hmm.K())
+	c, _, err := chmm.FitConfusion(hmm, train, start, chmm.FitConfusionConfig{MaxIters: RereadIters, Tol: RereadTol, Beam: ConfusionBeam})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: verdict: %w", err)
+	}
+	chmm.TrimConfusion(c, ConfusionMin)
+	dg, err := chmm.DiagnoseConfused(hmm, train, nil, c, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: verdict: %w", err)
+	}
 	return dg, nil
 }

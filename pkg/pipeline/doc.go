@@ -40,7 +40,8 @@
 //     refined if resolved or only its tokens misread; an unresolved result is dropped.
 //  5. Evaluation (evaluation.go): Viterbi on the held-out episode with the soft or
 //     hard read-out (Config.Eval.Decode), scored by evaluate.Evaluate, with the
-//     label-free diagnosis (chmm.Diagnosis and its verdict).
+//     label-free diagnosis (chmm.Diagnosis and its verdict; a hard-token map is also
+//     read through a confusion matrix fitted to it, Diagnosis.Reread).
 //
 // # Run directory
 //
