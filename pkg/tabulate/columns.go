@@ -111,6 +111,18 @@ func withDiag(f func(d *chmm.Diagnosis) value) func(r *run) value {
 	}
 }
 
+// withMergedDiag is a column of the diagnosis the verdict's merged-places test reads
+// (missing without one): a hard-token map's reading through a fitted confusion matrix
+// (Diagnosis.Reread) where the report has one, else the diagnosis itself.
+func withMergedDiag(f func(d *chmm.Diagnosis) value) func(r *run) value {
+	return withDiag(func(d *chmm.Diagnosis) value {
+		if !d.Confused && d.Reread != nil {
+			return f(d.Reread)
+		}
+		return f(d)
+	})
+}
+
 // withJoint is a column of the joint phase's record (missing without one).
 func withJoint(f func(r *run, j *evaluate.Joint) value) func(r *run) value {
 	return func(r *run) value {
@@ -448,12 +460,12 @@ var menu = []column{
 		return multi(func(n []float64) string { return fmtNum(n[0], 4) + " / " + fmtNum(n[1], 4) }, d.TrainBits, d.HeldOutBits)
 	})},
 	{name: "late", header: "surprised beyond localising", prec: 3, get: withDiag(func(d *chmm.Diagnosis) value { return pct(d.LateSurprises()) })},
-	{name: "surprises", header: "steps that surprise the map", prec: 3, get: withDiag(func(d *chmm.Diagnosis) value { return pct(d.Surprises) })},
-	{name: "misses", header: "steps the path misses", prec: 3, get: withDiag(func(d *chmm.Diagnosis) value { return pct(d.Misses) })},
-	{name: "surprises-misses", header: "surprises / misses", prec: -1, get: withDiag(func(d *chmm.Diagnosis) value {
+	{name: "surprises", header: "steps that surprise the map", prec: 3, get: withMergedDiag(func(d *chmm.Diagnosis) value { return pct(d.Surprises) })},
+	{name: "misses", header: "steps the path misses", prec: 3, get: withMergedDiag(func(d *chmm.Diagnosis) value { return pct(d.Misses) })},
+	{name: "surprises-misses", header: "surprises / misses", prec: -1, get: withMergedDiag(func(d *chmm.Diagnosis) value {
 		return multi(func(n []float64) string { return fmtNum(n[0], 2) + "% / " + fmtNum(n[1], 2) + "%" }, 100*d.Surprises, 100*d.Misses)
 	})},
-	{name: "after-miss", header: "surprised steps by steps after the last miss", prec: -1, get: withDiag(func(d *chmm.Diagnosis) value {
+	{name: "after-miss", header: "surprised steps by steps after the last miss", prec: -1, get: withMergedDiag(func(d *chmm.Diagnosis) value {
 		if len(d.SurprisesAfterMiss) == 0 {
 			return missing
 		}
@@ -464,7 +476,16 @@ var menu = []column{
 		return text(strings.Join(s, " "))
 	})},
 	{name: "unexplained", header: fmt.Sprintf("surprised > %d steps after a miss, beyond localising", chmm.NoisyAftermath), prec: 3,
-		get: withDiag(func(d *chmm.Diagnosis) value { return pct(d.Unexplained()) })},
+		get: withMergedDiag(func(d *chmm.Diagnosis) value { return pct(d.Unexplained()) })},
+	{name: "reading", header: "tokens read", prec: -1, get: withDiag(func(d *chmm.Diagnosis) value {
+		switch {
+		case d.Confused:
+			return text("through its C")
+		case d.Reread != nil:
+			return text("through a fitted C")
+		}
+		return text("hard")
+	})},
 	{name: "verdict", header: "verdict", prec: -1, get: func(r *run) value {
 		if v := verdictOf(r); v != nil {
 			return text(verdictText(v))

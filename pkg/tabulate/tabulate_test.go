@@ -99,6 +99,31 @@ func TestColumnValues(t *testing.T) {
 	}
 }
 
+// A hard-token map's merged-places columns read its reading through a fitted confusion
+// matrix (Diagnosis.Reread); a map read through its own C, or one without a reading, its
+// own diagnosis.
+func TestRereadColumns(t *testing.T) {
+	dir := t.TempDir()
+	hard := report("three52", 1)
+	hard.Diagnosis.Reread = &chmm.Diagnosis{Confused: true, Steps: 40000, Walks: 4, Surprises: 0.0358, Misses: 0.0133,
+		SurprisesAfterMiss: []int{525, 45, 25, 25, 25, 26, 16, 744}}
+	own := report("tiled", 2)
+	own.Diagnosis.Confused = true
+	writeReports(t, dir, map[string]*evaluate.Report{"hard": hard, "own": own, "plain": report("room", 1)})
+	got, err := table(t, dir, "--columns", "reading,surprises:2,misses:2,after-miss,unexplained", "{hard,own,plain}.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"| through a fitted C | 3.58% | 1.33% | 525 45 25 25 25 26 16 744 | 1.760% |", // (744 − 4·10) / 40,000
+		"| through its C | 3.23% | 3.07% | 3906 88 36 33 23 13 14 161 | 0.151% |",
+		"| hard | 3.23% | 3.07% | 3906 88 36 33 23 13 14 161 | 0.151% |",
+	}
+	if r := rows(got); !slices.Equal(r, want) {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(r, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestMapScoreAndBold(t *testing.T) {
 	dir := t.TempDir()
 	rec := report("tiled", 1)
