@@ -46,7 +46,8 @@ func writePresets(w io.Writer) {
 	fmt.Fprintln(w, "  joint.scaled_emissions=true final.merge_tokens=100 final.trainer=em, and where one class is at more")
 	fmt.Fprintln(w, "  than half of the places also vqvae.k=(4 per class) warmup.merge_codes=30, and where the world's clone")
 	fmt.Fprintf(w, "  budget would give the joint HMM more than %d states joint.clones=(%d over the classes); below %d places,\n", pipeline.JointMaxStates, pipeline.JointMaxStates, gridworld.BiggerPlaces)
-	fmt.Fprintln(w, "  where one class is at more than half of the places, final.trainer=em alone; for example:")
+	fmt.Fprintln(w, "  where one class is at more than half of the places, final.trainer=em alone (and, whatever the world,")
+	fmt.Fprintln(w, "  a gradient map the verdict reads as merged is finalised again by EM unless final.keep_merged=true); for example:")
 	for _, env := range []string{"big_room", "tiled", "four_rooms"} {
 		e, err := gridworld.Named(env)
 		if err != nil {

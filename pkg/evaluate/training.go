@@ -53,6 +53,10 @@ type Training struct {
 	// the held-out ends of the training walks after each split round, from one clone
 	// per token; Doublings is the round kept.
 	HeldOutBits []float64 `json:"held_out_bits,omitempty"`
+	// Fallback, from pixels, says why the gradient finalisation's map was finalised
+	// again by EM through a learned confusion matrix (pipeline.FinalConfig.KeepMerged);
+	// "" when it was not. The runs before it are the gradient finalisation's.
+	Fallback string `json:"fallback,omitempty"`
 	// Confusion is the token confusion matrix C[k][o] that the map reads its tokens
 	// through (pipeline.FinalEM); nil for hard tokens.
 	Confusion [][]float64 `json:"confusion,omitempty"`
@@ -414,6 +418,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 			grown += fmt.Sprintf(", %d alike clones folded before them", t.Folded)
 		}
 		runs = append(runs, grown)
+	}
+	if t.Fallback != "" {
+		runs = append(runs, "finalised again by EM: "+t.Fallback)
 	}
 	if len(t.HeldOutBits) > 0 {
 		b := make([]string, len(t.HeldOutBits))

@@ -291,6 +291,13 @@ type FinalConfig struct {
 	Prune float64 `json:"prune" range:"[0,1)" help:"visit share below which a clone is pruned (0: off)"`
 	// PruneIters is the iterations of the pruned map's retraining (300).
 	PruneIters int `json:"prune_iters" range:"[0,1000000]" help:"iterations after pruning"`
+	// KeepMerged keeps the gradient finalisation's map even where the verdict's test
+	// for merged places flags it (read through a confusion matrix fitted to it, more
+	// than chmm.NoisyUnexplained of the training steps surprise it where no misread
+	// explains them: chmm.Diagnosis.Reread). false (default): such a map is finalised
+	// again, from the same tokens, by EM through a learned confusion matrix (FinalEM),
+	// and the report's training.fallback says why. FinalEM ignores it.
+	KeepMerged bool `json:"keep_merged" help:"gradient: keep a map the verdict reads as merged (default: finalise again by EM)"`
 }
 
 // EvalConfig is the evaluation on a held-out episode with test-split images.

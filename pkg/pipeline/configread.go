@@ -207,6 +207,10 @@ func ParseConfigText(raw []byte, path string, strict bool) (*ConfigText, error) 
 	return t, nil
 }
 
+// addedLater are keys a run's configuration may lack: added after runs were written
+// without them, they read as their zero value, which is their default.
+var addedLater = map[string]bool{"final.keep_merged": true}
+
 // fromV2 checks a version-2 file's keys.
 func (t *ConfigText) fromV2(raw []byte, lines map[string]int, strict bool) error {
 	known := map[string]bool{}
@@ -223,7 +227,7 @@ func (t *ConfigText) fromV2(raw []byte, lines map[string]int, strict bool) error
 		}
 	}
 	for _, k := range keys() {
-		if _, ok := lines[k.Path]; strict && !ok && k.Path != "preset" && !strings.HasPrefix(k.Path, "refine.") {
+		if _, ok := lines[k.Path]; strict && !ok && k.Path != "preset" && !strings.HasPrefix(k.Path, "refine.") && !addedLater[k.Path] {
 			return fmt.Errorf("pipeline: %s lacks key %s: not a run's configuration, or damaged", t.Path, k.Path)
 		}
 	}

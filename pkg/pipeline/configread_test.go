@@ -188,6 +188,12 @@ func TestReadV2WithoutRefine(t *testing.T) {
 	if got, err := parseConfig(old, "user.json"); err != nil || !reflect.DeepEqual(got, cfg) || got.Refine != DefaultRefine() {
 		t.Errorf("user's file without refine: %v %v", err, diffFields(got, cfg))
 	}
+	// A run written before final.keep_merged reads it as false, the default.
+	delete(m["final"].(map[string]any), "keep_merged")
+	noKeep, _ := json.Marshal(m)
+	if got, err := parseRunConfig(noKeep, "config.json"); err != nil || !reflect.DeepEqual(got, cfg) || got.Final.KeepMerged {
+		t.Errorf("run without final.keep_merged: %v %v", err, diffFields(got, cfg))
+	}
 	// Another section's key is still required.
 	delete(m["final"].(map[string]any), "prune")
 	noPrune, _ := json.Marshal(m)

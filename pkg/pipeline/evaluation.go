@@ -52,6 +52,9 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 	for _, ch := range cfg.WorldChoices() {
 		rep.Chosen = append(rep.Chosen, ch.KV()+": "+ch.Why)
 	}
+	if st.Made.Fallback != "" {
+		rep.Chosen = append(rep.Chosen, "final.trainer="+FinalEM+": "+st.Made.Fallback)
+	}
 	if err := rep.WriteJSON(ck.path(ReportFile)); err != nil {
 		return nil, err
 	}

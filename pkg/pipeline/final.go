@@ -81,10 +81,16 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	for _, x := range tokens {
 		share[x] += 1 / float64(len(tokens))
 	}
-	if cfg.Final.Trainer == FinalEM {
-		hmm, err = f.em(s.d.sequences(tokens), hmm.K(), hmm.NumActions)
-	} else {
-		hmm, err = f.gradient(s.d.sequences(tokens), share, hmm)
+	seqs := s.d.sequences(tokens)
+	switch {
+	case cfg.Final.Trainer == FinalEM || f.st.Made.Fallback != "": // an EM fallback resumes as EM
+		hmm, err = f.em(seqs, hmm.K(), hmm.NumActions)
+	default:
+		k, numActions := hmm.K(), hmm.NumActions
+		fallBack := f.st.FinalGrad == nil || f.st.FinalGrad.FallBack // before its state exists: a new one
+		if hmm, err = f.gradient(seqs, share, hmm); err == nil && fallBack && !cfg.Final.KeepMerged {
+			hmm, err = f.fallBack(hmm, seqs, k, numActions)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -93,6 +99,40 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 		return nil, err
 	}
 	return &finalMap{vq: j.VQ, hmm: hmm}, nil
+}
+
+// fallBack returns the gradient finalisation's map hmm if the verdict's test for
+// merged places passes it (read through a confusion matrix fitted to its training
+// walks seqs, reread: at most chmm.NoisyUnexplained of the steps surprise it where no
+// misread explains them) or the walks are too short to tell (fewer than
+// chmm.NoisyStepsPerClone steps per used clone: the verdict asks for more data), else
+// the map the EM finalisation makes from the same walks (Config.Final.KeepMerged keeps
+// hmm instead). The switch is committed before EM
+// begins, with its reason in the state's Made.Fallback, so that an interrupted run
+// resumes in EM; the gradient finalisation's runs and growth checks stay in the record,
+// its pruning and budget doublings, which describe a map no longer kept, do not.
+func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
+	dg, err := reread(hmm, seqs)
+	if err != nil {
+		return nil, err
+	}
+	u := dg.Unexplained()
+	if u <= chmm.NoisyUnexplained || dg.Steps < chmm.NoisyStepsPerClone*dg.UsedClones {
+		return hmm, nil // passed, or too little data to tell (the verdict asks for more)
+	}
+	f.st.Made.Fallback = fmt.Sprintf("the gradient finalisation's map (%d states) reads as merged: through a confusion matrix fitted to it, %.2f%% of the training steps surprise it more than %d steps after a miss (more than %.2f%%)",
+		hmm.N(), 100*u, chmm.NoisyAftermath, 100*chmm.NoisyUnexplained)
+	f.st.Made.Pruned, f.st.Made.GrowRounds = 0, 0
+	f.st.FinalGrad = nil
+	if f.ck.saves() { // runs without a directory (studies) keep nothing
+		if err := f.commit(); err != nil {
+			return nil, err
+		}
+	}
+	if f.s.out != nil {
+		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix (--set final.keep_merged=true keeps it)\n", f.st.Made.Fallback)
+	}
+	return f.em(seqs, k, numActions)
 }
 
 // saveMap saves the map hmm (with its confusion matrix, if the finalisation learned

@@ -85,7 +85,7 @@ func (f *finaliser) resumeGradient(joint *chmm.Model) (*chmm.Model, *finalGradSt
 	cfg := f.s.cfg
 	s := f.st.FinalGrad
 	if s == nil {
-		s = &finalGradState{CheckFirst: true}
+		s = &finalGradState{CheckFirst: true, FallBack: true}
 		f.st.FinalGrad = s // its trainings save themselves (trainShown)
 		return joint, s, nil
 	}

@@ -398,3 +398,58 @@ func testFinaliser(cfg Config, d *data, out io.Writer, h *hooks) *finaliser {
 	s := &session{ctx: context.Background(), cfg: cfg, d: d, out: out, hooks: h}
 	return &finaliser{s: s, ck: &checkpoint{st: st}, st: st, start: time.Now()}
 }
+
+// TestFallBack: on aliased walks whose tokens are misread with probability 0.08, a
+// hard-token map with one clone per token (it merges the places of each class) reads as
+// merged through a fitted confusion matrix, and is finalised again by EM, which learns
+// a map of more states with its C, the reason recorded; a map of hard tokens trained on
+// clean walks with clones to spare passes and is kept as it is.
+func TestFallBack(t *testing.T) {
+	env, err := gridworld.Named("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := misreadWalks(env, 5, 4000, 0.08)
+	cfg, err := DefaultConfig("aliased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Final.Iters = 100 // the EM's iterations per split round
+	merged := chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 1)))
+	if _, err := chmm.TrainEM(merged, seqs, chmm.EMConfig{MaxIters: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r := testFinaliser(cfg, nil, &out, nil)
+	r.st.Made.Pruned, r.st.Made.GrowRounds = 3, 1
+	r.st.FinalGrad = &finalGradState{FallBack: true}
+	hmm, err := r.fallBack(merged, seqs, 4, env.NumActions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := r.st.Made
+	if hmm == merged || hmm.N() <= merged.N() || made.Confusion == nil || len(made.HeldOutBits) == 0 {
+		t.Fatalf("merged map: got %d states (confusion %v, %d EM rounds), want EM's map of more than %d", hmm.N(), made.Confusion != nil, len(made.HeldOutBits), merged.N())
+	}
+	if !strings.Contains(made.Fallback, "reads as merged") || made.Pruned != 0 || made.GrowRounds != 0 || r.st.FinalGrad != nil {
+		t.Errorf("merged map: fallback %q, pruned %d, doublings %d, gradient state %+v; want the reason, no pruning or doubling, no gradient state",
+			made.Fallback, made.Pruned, made.GrowRounds, r.st.FinalGrad)
+	}
+	if !strings.Contains(out.String(), "finalised again by EM") || !strings.Contains(out.String(), "final.keep_merged=true") {
+		t.Errorf("merged map: output does not say what it did and how to keep the map:\n%s", out.String())
+	}
+
+	clean := misreadWalks(env, 5, 4000, 0)
+	resolved := chmm.New(chmm.UniformClones(4, 4), env.NumActions(), rand.New(rand.NewPCG(1, 2)))
+	if _, err := chmm.TrainEM(resolved, clean, chmm.EMConfig{MaxIters: 300, SplitRounds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r = testFinaliser(cfg, nil, &out, nil)
+	hmm, err = r.fallBack(resolved, seqs, 4, env.NumActions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hmm != resolved || r.st.Made.Fallback != "" {
+		t.Errorf("resolved map: replaced (%v), fallback %q; want it kept", hmm != resolved, r.st.Made.Fallback)
+	}
+}

@@ -211,6 +211,10 @@ type finalGradState struct {
 	// CheckFirst: the first budget is checked whether or not it binds (growthCheck).
 	// false in a finalisation begun before, which checks only a budget that binds.
 	CheckFirst bool `json:",omitempty"`
+	// FallBack: a map the verdict reads as merged is finalised again by EM
+	// (Config.Final.KeepMerged, finaliser.fallBack). false in a finalisation begun
+	// before, which keeps its map.
+	FallBack bool `json:",omitempty"`
 	// Training is a file holding the gradient training in progress after step Done (a
 	// gob of chmm.GradState, saved every finalSaveEvery); "" when none was saved.
 	Training string
