@@ -215,15 +215,8 @@ func TestConfusedIdentityIsHard(t *testing.T) {
 // learns C, and learns the rate at which a walk's tokens were misread.
 func TestTrainEMConfusion(t *testing.T) {
 	g, seqs := walkData(23, aliased3x3, 4, 3000)
-	rng := rand.New(rand.NewPCG(23, 3))
 	const flip = 0.1 // each token read as the next one with probability 0.1
-	for _, s := range seqs {
-		for i, o := range s.Obs {
-			if rng.Float64() < flip {
-				s.Obs[i] = (o + 1) % 3
-			}
-		}
-	}
+	misreadNext(seqs, flip, rand.New(rand.NewPCG(23, 3)))
 	start := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
 	m := New(UniformClones(3, 4), 4, rand.New(rand.NewPCG(23, 4)))
 	h, err := TrainEM(m, seqs, EMConfig{MaxIters: 300, Confusion: start, LearnConfusion: true, SplitRounds: 3})
@@ -423,15 +416,8 @@ func TestFitConfusionLearnsMisreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := append([]float64(nil), m.ThetaLogits...)
-	rng := rand.New(rand.NewPCG(29, 3))
 	const flip = 0.1 // each token read as the next one with probability 0.1
-	for _, s := range seqs {
-		for i, o := range s.Obs {
-			if rng.Float64() < flip {
-				s.Obs[i] = (o + 1) % 3
-			}
-		}
-	}
+	misreadNext(seqs, flip, rand.New(rand.NewPCG(29, 3)))
 	start := [][]float64{{0.9, 0.05, 0.05}, {0.05, 0.9, 0.05}, {0.05, 0.05, 0.9}}
 	c, lls, err := FitConfusion(m, seqs, start, FitConfusionConfig{})
 	if err != nil {
@@ -457,5 +443,17 @@ func TestFitConfusionLearnsMisreads(t *testing.T) {
 	}
 	if _, _, err := FitConfusion(m, seqs, start, FitConfusionConfig{Beam: 0.5}); err == nil || !strings.Contains(err.Error(), "Beam") {
 		t.Errorf("Beam 0.5: error %v, want one naming Beam", err)
+	}
+}
+
+// misreadNext reads each token o of seqs (of 3 tokens) as (o+1) mod 3 with probability
+// flip, in place.
+func misreadNext(seqs []Sequence, flip float64, rng *rand.Rand) {
+	for _, s := range seqs {
+		for i, o := range s.Obs {
+			if rng.Float64() < flip {
+				s.Obs[i] = (o + 1) % 3
+			}
+		}
 	}
 }

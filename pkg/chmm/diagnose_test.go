@@ -319,15 +319,14 @@ func TestSurprisesExact(t *testing.T) {
 	}
 }
 
-// TestSurprises: on a ring of 8 places where token 0 is at places 0 and 4, with 5%
-// of tokens misread at random, the true map's Viterbi path misses the misreads and
-// its forward pass is surprised by them alone; the map that merges the two places
-// into one clone is surprised by far more steps than its path misses.
-func TestSurprises(t *testing.T) {
+// noisyRingWalk is a walk of steps steps on the ring of 8 places of TestSurprises
+// (tokens 0, 1, 2, 3, 0, 4, 5, 6; action 0 forward, 1 back, at random), each token
+// misread with probability p as one of the 6 others at random (rand.NewPCG(seed, 8)).
+func noisyRingWalk(seed uint64, steps int, p float64) Sequence {
 	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
-	const K, P, p = 7, 8, 0.05
-	rng := rand.New(rand.NewPCG(3, 8))
-	walk := Sequence{Obs: make([]int, 50000), Actions: make([]int, 49999)}
+	const K, P = 7, 8
+	rng := rand.New(rand.NewPCG(seed, 8))
+	walk := Sequence{Obs: make([]int, steps), Actions: make([]int, steps-1)}
 	at := 0
 	for t := range walk.Obs {
 		o := ringTok[at]
@@ -336,11 +335,21 @@ func TestSurprises(t *testing.T) {
 		}
 		walk.Obs[t] = o
 		if t < len(walk.Actions) {
-			a := rng.IntN(2) // 0: forward, 1: back
+			a := rng.IntN(2)
 			walk.Actions[t] = a
 			at = (at + P + 1 - 2*a) % P
 		}
 	}
+	return walk
+}
+
+// TestSurprises: on a ring of 8 places where token 0 is at places 0 and 4, with 5%
+// of tokens misread at random, the true map's Viterbi path misses the misreads and
+// its forward pass is surprised by them alone; the map that merges the two places
+// into one clone is surprised by far more steps than its path misses.
+func TestSurprises(t *testing.T) {
+	const K, p = 7, 0.05
+	walk := noisyRingWalk(3, 50000, p)
 	c := make([][]float64, K)
 	for k := range c {
 		c[k] = make([]float64, K)
@@ -419,23 +428,8 @@ func softRing(clones []int, stateOf []int, spill float64) *Model {
 // map's fitted C reads about the misread rate and leaves no surprise unexplained; the
 // map that merges places 0 and 4 is called merged, and without Reread neither is.
 func TestRereadHardTokens(t *testing.T) {
-	ringTok := []int{0, 1, 2, 3, 0, 4, 5, 6}
-	const K, P, p = 7, 8, 0.05
-	rng := rand.New(rand.NewPCG(5, 8))
-	walk := Sequence{Obs: make([]int, 50000), Actions: make([]int, 49999)}
-	at := 0
-	for t := range walk.Obs {
-		o := ringTok[at]
-		if rng.Float64() < p {
-			o = (o + 1 + rng.IntN(K-1)) % K
-		}
-		walk.Obs[t] = o
-		if t < len(walk.Actions) {
-			a := rng.IntN(2)
-			walk.Actions[t] = a
-			at = (at + P + 1 - 2*a) % P
-		}
-	}
+	const K, p = 7, 0.05
+	walk := noisyRingWalk(5, 50000, p)
 	start := make([][]float64, K)
 	for k := range start {
 		start[k] = make([]float64, K)
