@@ -343,6 +343,20 @@ func noisyRingWalk(seed uint64, steps int, p float64) Sequence {
 	return walk
 }
 
+// uniformMisreads is the k×k confusion matrix of tokens misread with probability p,
+// as any other token alike.
+func uniformMisreads(k int, p float64) [][]float64 {
+	c := make([][]float64, k)
+	for i := range c {
+		c[i] = make([]float64, k)
+		for o := range c[i] {
+			c[i][o] = p / float64(k-1)
+		}
+		c[i][i] = 1 - p
+	}
+	return c
+}
+
 // TestSurprises: on a ring of 8 places where token 0 is at places 0 and 4, with 5%
 // of tokens misread at random, the true map's Viterbi path misses the misreads and
 // its forward pass is surprised by them alone; the map that merges the two places
@@ -350,14 +364,7 @@ func noisyRingWalk(seed uint64, steps int, p float64) Sequence {
 func TestSurprises(t *testing.T) {
 	const K, p = 7, 0.05
 	walk := noisyRingWalk(3, 50000, p)
-	c := make([][]float64, K)
-	for k := range c {
-		c[k] = make([]float64, K)
-		for o := range c[k] {
-			c[k][o] = p / (K - 1)
-		}
-		c[k][k] = 1 - p
-	}
+	c := uniformMisreads(K, p)
 	truth := ringModel([]int{2, 1, 1, 1, 1, 1, 1}, []int{0, 2, 3, 4, 1, 5, 6, 7})
 	merged := ringModel(UniformClones(K, 1), []int{0, 1, 2, 3, 0, 4, 5, 6})
 	dt, err := DiagnoseConfused(truth, []Sequence{walk}, nil, c, 1)
@@ -430,14 +437,7 @@ func softRing(clones []int, stateOf []int, spill float64) *Model {
 func TestRereadHardTokens(t *testing.T) {
 	const K, p = 7, 0.05
 	walk := noisyRingWalk(5, 50000, p)
-	start := make([][]float64, K)
-	for k := range start {
-		start[k] = make([]float64, K)
-		for o := range start[k] {
-			start[k][o] = 0.1 / (K - 1)
-		}
-		start[k][k] = 0.9
-	}
+	start := uniformMisreads(K, 0.1)
 	for _, tc := range []struct {
 		name   string
 		m      *Model
