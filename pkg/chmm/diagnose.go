@@ -483,6 +483,16 @@ func (d *Diagnosis) Unexplained() float64 {
 	return max(0, float64(n)-LocaliseSurprises*float64(d.Walks)) / float64(d.Steps)
 }
 
+// MergedReading is the diagnosis that Judge's merged-places test reads for noisy
+// tokens: d itself for a map read through its confusion matrix (Confused), d.Reread
+// for a hard-token map read through a fitted one, nil when there is neither.
+func (d *Diagnosis) MergedReading() *Diagnosis {
+	if d.Confused {
+		return d
+	}
+	return d.Reread
+}
+
 // Judge returns the verdict on the diagnosis for tokens of the given kind.
 func (d *Diagnosis) Judge(noisy bool) *Verdict {
 	v := &Verdict{}
@@ -513,7 +523,7 @@ func (d *Diagnosis) Judge(noisy bool) *Verdict {
 		if d.Determinism < NoisyDeterminism {
 			v.Problems = append(v.Problems, ProblemPredict)
 		}
-		if d.Confused && d.Unexplained() > NoisyUnexplained || !d.Confused && d.Reread != nil && d.Reread.Unexplained() > NoisyUnexplained {
+		if r := d.MergedReading(); r != nil && r.Unexplained() > NoisyUnexplained {
 			v.Problems = append(v.Problems, ProblemMerged)
 		}
 		if d.UsedClones > 0 && d.Steps < NoisyStepsPerClone*d.UsedClones {

@@ -66,7 +66,7 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evalu
 			return nil, err
 		}
 	}
-	if made != nil && (cfg.Final.Trainer == FinalEM || made.Fallback != "") && len(made.HeldOutBits) > 0 {
+	if finalByEM(cfg, made) && made != nil && len(made.HeldOutBits) > 0 {
 		dg.SplitsPast = len(made.HeldOutBits) - 1 - made.Doublings
 	}
 	dg.Verdict = dg.Judge(chmm.NoisyTokens)

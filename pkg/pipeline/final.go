@@ -82,15 +82,10 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 		share[x] += 1 / float64(len(tokens))
 	}
 	seqs := s.d.sequences(tokens)
-	switch {
-	case cfg.Final.Trainer == FinalEM || f.st.Made.Fallback != "": // an EM fallback resumes as EM
+	if finalByEM(cfg, &f.st.Made) { // an EM fallback resumes as EM
 		hmm, err = f.em(seqs, hmm.K(), hmm.NumActions)
-	default:
-		k, numActions := hmm.K(), hmm.NumActions
-		fallBack := f.st.FinalGrad == nil || f.st.FinalGrad.FallBack // before its state exists: a new one
-		if hmm, err = f.gradient(seqs, share, hmm); err == nil && fallBack && !cfg.Final.KeepMerged {
-			hmm, err = f.fallBack(hmm, seqs, k, numActions)
-		}
+	} else if hmm, err = f.gradient(seqs, share, hmm); err == nil && f.st.FinalGrad.FallBack && !cfg.Final.KeepMerged {
+		hmm, err = f.fallBack(hmm, seqs)
 	}
 	if err != nil {
 		return nil, err
@@ -111,17 +106,16 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 // begins, with its reason in the state's Made.Fallback, so that an interrupted run
 // resumes in EM; the gradient finalisation's runs and growth checks stay in the record,
 // its pruning and budget doublings, which describe a map no longer kept, do not.
-func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
+func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence) (*chmm.Model, error) {
 	dg, err := reread(hmm, seqs)
 	if err != nil {
 		return nil, err
 	}
-	u := dg.Unexplained()
-	if u <= chmm.NoisyUnexplained || dg.Steps < chmm.NoisyStepsPerClone*dg.UsedClones {
+	if p := dg.Judge(chmm.NoisyTokens).Problems; !slices.Contains(p, chmm.ProblemMerged) || slices.Contains(p, chmm.ProblemData) {
 		return hmm, nil // passed, or too little data to tell (the verdict asks for more)
 	}
 	f.st.Made.Fallback = fmt.Sprintf("the gradient finalisation's map (%d states) reads as merged: through a confusion matrix fitted to it, %.2f%% of the training steps surprise it more than %d steps after a miss (more than %.2f%%)",
-		hmm.N(), 100*u, chmm.NoisyAftermath, 100*chmm.NoisyUnexplained)
+		hmm.N(), 100*dg.Unexplained(), chmm.NoisyAftermath, 100*chmm.NoisyUnexplained)
 	f.st.Made.Pruned, f.st.Made.GrowRounds = 0, 0
 	f.st.FinalGrad = nil
 	if f.ck.saves() { // runs without a directory (studies) keep nothing
@@ -132,7 +126,13 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, k, numAction
 	if f.s.out != nil {
 		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix (--set final.keep_merged=true keeps it)\n", f.st.Made.Fallback)
 	}
-	return f.em(seqs, k, numActions)
+	return f.em(seqs, hmm.K(), hmm.NumActions)
+}
+
+// finalByEM tells whether the finalisation of cfg with record made is (or, resumed,
+// goes on) by EM: FinalEM, or a gradient finalisation that fell back (made.Fallback).
+func finalByEM(cfg Config, made *evaluate.Training) bool {
+	return cfg.Final.Trainer == FinalEM || made != nil && made.Fallback != ""
 }
 
 // saveMap saves the map hmm (with its confusion matrix, if the finalisation learned

@@ -423,7 +423,7 @@ func TestFallBack(t *testing.T) {
 	r := testFinaliser(cfg, nil, &out, nil)
 	r.st.Made.Pruned, r.st.Made.GrowRounds = 3, 1
 	r.st.FinalGrad = &finalGradState{FallBack: true}
-	hmm, err := r.fallBack(merged, seqs, 4, env.NumActions())
+	hmm, err := r.fallBack(merged, seqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = testFinaliser(cfg, nil, &out, nil)
-	hmm, err = r.fallBack(resolved, seqs, 4, env.NumActions())
+	hmm, err = r.fallBack(resolved, seqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -389,7 +389,7 @@ func (r *refiner) finalise(vq *vqvae.Model, numActions int) ([]int, *chmm.Model,
 	r.st.Seconds[PhaseRefine] += time.Since(r.start).Seconds() // the finaliser counts from here
 	f := &finaliser{s: s, ck: r.ck, st: r.st, start: time.Now(), refine: true}
 	var hmm *chmm.Model
-	if s.cfg.Final.Trainer == FinalEM || r.st.Made.Fallback != "" {
+	if finalByEM(s.cfg, &r.st.Made) {
 		hmm, err = f.em(d.sequences(tokens), k, numActions)
 	} else {
 		hmm, err = f.gradient(d.sequences(tokens), share, chmm.New(chmm.UniformClones(k, 1), numActions, nil))

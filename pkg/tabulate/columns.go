@@ -112,12 +112,12 @@ func withDiag(f func(d *chmm.Diagnosis) value) func(r *run) value {
 }
 
 // withMergedDiag is a column of the diagnosis the verdict's merged-places test reads
-// (missing without one): a hard-token map's reading through a fitted confusion matrix
-// (Diagnosis.Reread) where the report has one, else the diagnosis itself.
+// (chmm.Diagnosis.MergedReading; missing without a diagnosis), or of the diagnosis
+// itself where that test reads none.
 func withMergedDiag(f func(d *chmm.Diagnosis) value) func(r *run) value {
 	return withDiag(func(d *chmm.Diagnosis) value {
-		if !d.Confused && d.Reread != nil {
-			return f(d.Reread)
+		if r := d.MergedReading(); r != nil {
+			return f(r)
 		}
 		return f(d)
 	})
