@@ -65,7 +65,7 @@ func BenchmarkEMIter(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		mstep(m, acc, 2e-3, true)
+		mstep(m, acc, 2e-3, true, 0)
 		p = newParams(m)
 	}
 }
@@ -225,5 +225,27 @@ func BenchmarkGradientChunks(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDensePasses: the dense passes of one Adam step at N = 901 (10 tokens × 90
+// clones, 4 actions: 3.2M entries), with the counts of one E-step given: the softmax
+// of Θ into T, the gradient, the entropy term and Adam's step, on GOMAXPROCS workers
+// (-cpu 1,2 compares one goroutine with two; the bits are the same).
+func BenchmarkDensePasses(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := New(UniformClones(10, 90), 4, rng)
+	counts := make([]float64, len(m.ThetaLogits))
+	for i := range counts {
+		counts[i] = rng.Float64()
+	}
+	acc := &accum{counts: counts, gamma1: make([]float64, m.N()), seqs: 1}
+	gPi, gTheta := make([]float64, m.N()), make([]float64, len(counts))
+	a := newAdam(len(counts), GradConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+	for b.Loop() {
+		p := newParamsWorkers(m, 0)
+		p.gradient(acc, gPi, gTheta)
+		entropyGrad(p, counts, 1e5, 0, gTheta)
+		a.step(m.ThetaLogits, gTheta, -1e-5, 0.01)
 	}
 }

@@ -32,7 +32,12 @@
 // memory per sequence. Sequences run in parallel on goroutines, each with a
 // static share of the sequences, so sums are deterministic for a given
 // worker count; a single long sequence (≥ 2000 steps) runs its forward and
-// backward passes concurrently and sums the counts over time segments.
+// backward passes concurrently and sums the counts over time segments. The
+// dense passes over the A·N·N entries of T (the softmax of Θ, the gradient,
+// the entropy term, Adam's step, EM's M-step, clearing and summing the count
+// buffers) are cut into ranges of rows on the same workers; each entry's
+// arithmetic is the same on any goroutine, so they give the same bits for any
+// worker count.
 //
 // # Trainers
 //

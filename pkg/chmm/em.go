@@ -298,7 +298,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		start = start.Add(-time.Duration(st.Seconds * float64(time.Second)))
 	}
 	newP := func() *params {
-		p := newParams(m)
+		p := newParamsWorkers(m, cfg.Workers)
 		p.setConfusion(conf, cfg.ConfusionBeam)
 		return p
 	}
@@ -371,7 +371,7 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 		}
 		mstepFn := func(acc *accum) func() {
 			return func() {
-				mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi)
+				mstep(m, acc, cfg.Pseudocount, !cfg.FixedPi, cfg.Workers)
 				if cfg.LearnConfusion {
 					confusionStep(conf, acc)
 				}
@@ -515,26 +515,29 @@ func TrainEM(m *Model, seqs []Sequence, cfg EMConfig) (*History, error) {
 }
 
 // mstep sets Θ (and π if learnPi) from expected counts with pseudocount pc
-// (see TrainEM). Rows with zero total keep their logits.
-func mstep(m *Model, acc *accum, pc float64, learnPi bool) {
+// (see TrainEM). Rows with zero total keep their logits. Rows are cut into ranges
+// on workers goroutines (dense.go).
+func mstep(m *Model, acc *accum, pc float64, learnPi bool, workers int) {
 	n := m.N()
 	real := n - 1
-	for r := 0; r < len(m.ThetaLogits); r += n {
-		clearUpper()
-		xi := acc.counts[r : r+n]
-		tot := pc * float64(real)
-		for _, v := range xi[:real] {
-			tot += v
+	forRanges(len(m.ThetaLogits)/n, n, workers, func(lo, hi int) {
+		for r := lo * n; r < hi*n; r += n {
+			clearUpper()
+			xi := acc.counts[r : r+n]
+			tot := pc * float64(real)
+			for _, v := range xi[:real] {
+				tot += v
+			}
+			if !(tot > 0) {
+				continue
+			}
+			th := m.ThetaLogits[r : r+n]
+			for j, v := range xi[:real] {
+				th[j] = math.Log((v + pc) / tot) // log 0 = -Inf: an exact zero
+			}
+			th[real] = math.Inf(-1)
 		}
-		if !(tot > 0) {
-			continue
-		}
-		th := m.ThetaLogits[r : r+n]
-		for j, v := range xi[:real] {
-			th[j] = math.Log((v + pc) / tot) // log 0 = -Inf: an exact zero
-		}
-		th[real] = math.Inf(-1)
-	}
+	})
 	if !learnPi {
 		return
 	}
@@ -591,7 +594,7 @@ func viterbiEM(m *Model, seqs []Sequence, cfg EMConfig, h *History, start time.T
 				counts[(a*n+paths[q][t])*n+paths[q][t+1]]++
 			}
 		}
-		mstep(m, &accum{counts: counts}, 0, false)
+		mstep(m, &accum{counts: counts}, 0, false, cfg.Workers)
 	}
 }
 

@@ -36,10 +36,16 @@ type params struct {
 	maxCands  int       // max_o |cands[o]|
 	rowTok    []float64 // Σ_{j ∈ clones(k)} T[a,i,j], [A][N][K]
 	beam      float64   // drop a candidate holding less than this share of α̂_t (confusion.go)
+
+	workers int // goroutines of the dense passes over T (dense.go; <= 0: GOMAXPROCS)
 }
 
-func newParams(m *Model) *params {
-	p := &params{n: m.N(), a: m.NumActions, size: m.Clones, first: make([]int, len(m.Clones))}
+func newParams(m *Model) *params { return newParamsWorkers(m, 0) }
+
+// newParamsWorkers is newParams with the dense passes over T (the softmax here, the
+// gradient and the entropy term later) on workers goroutines (<= 0: GOMAXPROCS).
+func newParamsWorkers(m *Model, workers int) *params {
+	p := &params{n: m.N(), a: m.NumActions, size: m.Clones, first: make([]int, len(m.Clones)), workers: workers}
 	s := 0
 	for k, c := range m.Clones {
 		p.first[k] = s
@@ -47,7 +53,8 @@ func newParams(m *Model) *params {
 		p.maxC = max(p.maxC, c)
 	}
 	p.pi = m.Pi()
-	p.trans = m.Transitions()
+	p.trans = make([]float64, len(m.ThetaLogits))
+	transitionsInto(p.trans, m.ThetaLogits, p.n, workers)
 	return p
 }
 
@@ -158,10 +165,8 @@ func newAccum(p *params) *accum {
 	return &accum{counts: make([]float64, p.a*p.n*p.n), gamma1: make([]float64, p.n), last: make([]float64, p.n), conf: make([]float64, k*k)}
 }
 
-func (acc *accum) add(o *accum) {
-	for i, v := range o.counts {
-		acc.counts[i] += v
-	}
+// addButCounts adds o's statistics but the counts to acc's (sumCounts adds those).
+func (acc *accum) addButCounts(o *accum) {
 	for i, v := range o.gamma1 {
 		acc.gamma1[i] += v
 	}
@@ -394,8 +399,8 @@ func SequenceLogLikelihoods(m *Model, seqs []Sequence, workers int) ([]float64, 
 // the sequence (expectSplit).
 func estep(p *params, seqs []Sequence, accs []*accum, work []fbWork) (*accum, error) {
 	nw := len(accs)
+	clearCounts(accs)
 	for _, a := range accs {
-		clear(a.counts)
 		clear(a.gamma1)
 		clear(a.last)
 		clear(a.conf)
@@ -424,8 +429,9 @@ func estep(p *params, seqs []Sequence, accs []*accum, work []fbWork) (*accum, er
 	if err != nil {
 		return nil, err
 	}
+	sumCounts(accs)
 	for _, a := range accs[1:] {
-		accs[0].add(a)
+		accs[0].addButCounts(a)
 	}
 	return accs[0], nil
 }
@@ -617,19 +623,21 @@ func (p *params) gradient(acc *accum, gradPi, gradTheta []float64) {
 		gradPi[i] = g - s*p.pi[i]
 	}
 	n := p.n
-	for r := 0; r < len(p.trans); r += n {
-		xi := acc.counts[r : r+n]
-		var tot float64
-		for _, v := range xi {
-			tot += v
+	forRanges(len(p.trans)/n, n, p.workers, func(lo, hi int) {
+		for r := lo * n; r < hi*n; r += n {
+			xi := acc.counts[r : r+n]
+			var tot float64
+			for _, v := range xi {
+				tot += v
+			}
+			g := gradTheta[r : r+n]
+			if tot == 0 {
+				clear(g)
+				continue
+			}
+			for j, t := range p.trans[r : r+n] {
+				g[j] = xi[j] - tot*t
+			}
 		}
-		g := gradTheta[r : r+n]
-		if tot == 0 {
-			clear(g)
-			continue
-		}
-		for j, t := range p.trans[r : r+n] {
-			g[j] = xi[j] - tot*t
-		}
-	}
+	})
 }

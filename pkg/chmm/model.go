@@ -177,11 +177,8 @@ func (m *Model) Pi() []float64 {
 
 // Transitions returns T flat, len A*N*N, T[(a*N+i)*N+j] = softmax(Θ[a,i,:])_j.
 func (m *Model) Transitions() []float64 {
-	n := m.N()
 	t := make([]float64, len(m.ThetaLogits))
-	for r := 0; r+n <= len(t); r += n {
-		softmaxInto(t[r:r+n], m.ThetaLogits[r:r+n])
-	}
+	transitionsInto(t, m.ThetaLogits, m.N(), 0)
 	return t
 }
 

@@ -207,7 +207,7 @@ func BenchmarkEMSerial(b *testing.B) {
 		m, conf := prob.m.Clone(), cloneRows(prob.conf)
 		cpu0 := cpuSeconds()
 		for b.Loop() {
-			mstep(m, acc, 2e-3, false)
+			mstep(m, acc, 2e-3, false, 0)
 			confusionStep(conf, acc)
 			q := newParams(m)
 			q.setConfusion(conf, 1e-4)

@@ -193,8 +193,8 @@ func newSegmenter(p *params, seqs []Sequence, n, workers int) *segmenter {
 // worker order, so deterministic for a given worker count), whose ℓ is the sum of the
 // segments'. It then carries the new messages to the next run.
 func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
+	clearCounts(s.accs)
 	for _, a := range s.accs {
-		clear(a.counts)
 		clear(a.gamma1)
 		clear(a.last)
 		clear(a.conf)
@@ -242,8 +242,9 @@ func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
 		s.alpha[g], s.nextAlpha[g] = swapNew(s.alpha[g], s.nextAlpha[g])
 		s.beta[g], s.nextBeta[g] = swapNew(s.beta[g], s.nextBeta[g])
 	}
+	sumCounts(s.accs)
 	for _, a := range s.accs[1:] {
-		s.accs[0].add(a)
+		s.accs[0].addButCounts(a)
 	}
 	return s.accs[0], nil
 }

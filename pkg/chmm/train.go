@@ -275,7 +275,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 		h.ChunkLen, h.Batch = cfg.ChunkLen, cfg.Batch
 	}
 	splitSrc := rand.NewPCG(cfg.Seed, 0x73706c6974)
-	p := newParams(m)
+	p := newParamsWorkers(m, cfg.Workers)
 	es := newEstepper(p, cfg.Workers, nseq)
 	adamPi := newAdam(len(m.PiLogits), cfg)
 	adamTheta := newAdam(len(m.ThetaLogits), cfg)
@@ -407,7 +407,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 			} else {
 				adamPi = newAdam(len(m.PiLogits), cfg)
 				adamTheta = newAdam(len(m.ThetaLogits), cfg)
-				p = newParams(m)
+				p = newParamsWorkers(m, cfg.Workers)
 				if grown > 0 { // a bigger model: new buffers, and the best so far is this one
 					n = m.N()
 					gPi, gTheta = make([]float64, n), make([]float64, len(m.ThetaLogits))
@@ -444,7 +444,7 @@ func TrainGradient(m *Model, seqs []Sequence, cfg GradConfig) (*History, error) 
 			adamPi.step(m.PiLogits, gPi, -1/steps, lr)
 		}
 		adamTheta.step(m.ThetaLogits, gTheta, -1/steps, lr)
-		p = newParams(m)
+		p = newParamsWorkers(m, cfg.Workers)
 	}
 	if !full {
 		if err := keepAll(last); err != nil {
@@ -470,35 +470,41 @@ const chunkKeepEvery = 50
 // It returns Σ_{a,i} w_{a,i} H(T[a,i,·]) (nats per step).
 func entropyGrad(p *params, counts []float64, steps, eta float64, g []float64) float64 {
 	n := p.n
+	rows := make([]float64, len(p.trans)/n) // each row's w·H, summed in row order below
+	forRanges(len(rows), n, p.workers, func(lo, hi int) {
+		for ri := lo; ri < hi; ri++ {
+			r := ri * n
+			var nai float64
+			for _, v := range counts[r : r+n] {
+				nai += v
+			}
+			if nai == 0 {
+				continue
+			}
+			row := p.trans[r : r+n]
+			var hrow float64
+			for _, t := range row {
+				if t > 0 {
+					hrow -= t * math.Log(t)
+				}
+			}
+			rows[ri] = nai / steps * hrow
+			if eta == 0 {
+				continue
+			}
+			// −T·η·w·∂H/∂Θ_j = T·η·w·T_j(log T_j + H) = η·n_a(i)·T_j(log T_j + H).
+			c := eta * nai
+			gr := g[r : r+n]
+			for j, t := range row {
+				if t > 0 {
+					gr[j] += c * t * (math.Log(t) + hrow)
+				}
+			}
+		}
+	})
 	var total float64
-	for r := 0; r < len(p.trans); r += n {
-		var nai float64
-		for _, v := range counts[r : r+n] {
-			nai += v
-		}
-		if nai == 0 {
-			continue
-		}
-		row := p.trans[r : r+n]
-		var hrow float64
-		for _, t := range row {
-			if t > 0 {
-				hrow -= t * math.Log(t)
-			}
-		}
-		w := nai / steps
-		total += w * hrow
-		if eta == 0 {
-			continue
-		}
-		// −T·η·w·∂H/∂Θ_j = T·η·w·T_j(log T_j + H) = η·n_a(i)·T_j(log T_j + H).
-		c := eta * nai
-		gr := g[r : r+n]
-		for j, t := range row {
-			if t > 0 {
-				gr[j] += c * t * (math.Log(t) + hrow)
-			}
-		}
+	for _, v := range rows {
+		total += v
 	}
 	return total
 }
@@ -509,10 +515,11 @@ type adam struct {
 	b1, b2, eps float64
 	t           int
 	pow1, pow2  float64
+	workers     int // goroutines of a step (dense.go; <= 0: GOMAXPROCS)
 }
 
 func newAdam(n int, c GradConfig) *adam {
-	return &adam{m: make([]float64, n), v: make([]float64, n), b1: c.Beta1, b2: c.Beta2, eps: c.Eps, pow1: 1, pow2: 1}
+	return &adam{m: make([]float64, n), v: make([]float64, n), b1: c.Beta1, b2: c.Beta2, eps: c.Eps, pow1: 1, pow2: 1, workers: c.Workers}
 }
 
 // state is a copy of a's moments.
@@ -570,12 +577,14 @@ func (a *adam) step(x, g []float64, scale, lr float64) {
 	a.pow1 *= a.b1
 	a.pow2 *= a.b2
 	c1, c2 := 1/(1-a.pow1), 1/(1-a.pow2)
-	for i, gi := range g {
-		gi *= scale
-		a.m[i] = a.b1*a.m[i] + (1-a.b1)*gi
-		a.v[i] = a.b2*a.v[i] + (1-a.b2)*gi*gi
-		x[i] -= lr * (a.m[i] * c1) / (math.Sqrt(a.v[i]*c2) + a.eps)
-	}
+	forRanges(len(g), 1, a.workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := g[i] * scale
+			a.m[i] = a.b1*a.m[i] + (1-a.b1)*gi
+			a.v[i] = a.b2*a.v[i] + (1-a.b2)*gi*gi
+			x[i] -= lr * (a.m[i] * c1) / (math.Sqrt(a.v[i]*c2) + a.eps)
+		}
+	})
 }
 
 // restore gives a resumed training s's Adam moments and generators (sampler nil:
