@@ -4,12 +4,13 @@ import "sync"
 
 // The dense passes of a training iteration run over arrays of A·N·N entries
 // whatever the data: the softmax of Θ into T, the gradient from the counts, the
-// entropy term, Adam's step, and the clearing and summing of the per-worker count
-// buffers. Past a few hundred states they cost as much as an E-step on chunks, so
-// they run on the trainer's workers too. Each entry (each row, for the softmax and
-// the entropy) is computed by the same arithmetic in the same order whichever
-// goroutine holds it, and sums across rows are added in row order afterwards, so
-// the results are bit for bit those of one goroutine, for any worker count.
+// entropy term, Adam's step, EM's M-step, and the clearing and summing of the
+// per-worker count buffers. They cost A·N·N per iteration however few steps the
+// E-step reads (random chunks), so they run on the trainer's workers too. Each
+// entry (each row, for the softmax, the entropy and the M-step) is computed by the
+// same arithmetic in the same order whichever goroutine holds it, and sums across
+// rows are added in row order afterwards, so the results are bit for bit those of
+// one goroutine, for any worker count.
 
 // denseMin is the number of entries from which a dense pass is split across
 // goroutines; below it one goroutine does it all.
@@ -47,23 +48,9 @@ func transitionsInto(t, theta []float64, n, workers int) {
 	})
 }
 
-// sumCounts adds the count buffers of accs[1:] to accs[0]'s, in worker order for
-// every entry, on len(accs) goroutines.
-func sumCounts(accs []*accum) {
-	dst := accs[0].counts
-	forRanges(len(dst), 1, len(accs), func(lo, hi int) {
-		for _, a := range accs[1:] {
-			src := a.counts[lo:hi]
-			d := dst[lo:hi]
-			for i, v := range src {
-				d[i] += v
-			}
-		}
-	})
-}
-
-// clearCounts zeroes the count buffers of accs on len(accs) goroutines.
-func clearCounts(accs []*accum) {
+// resetAccums zeroes the per-worker statistics of accs before an E-step, the count
+// buffers on len(accs) goroutines.
+func resetAccums(accs []*accum) {
 	if len(accs) == 0 {
 		return
 	}
@@ -72,4 +59,39 @@ func clearCounts(accs []*accum) {
 			clear(a.counts[lo:hi])
 		}
 	})
+	for _, a := range accs {
+		clear(a.gamma1)
+		clear(a.last)
+		clear(a.conf)
+		a.ll, a.steps, a.seqs = 0, 0, 0
+	}
+}
+
+// sumAccums adds the statistics of accs[1:] to accs[0], in worker order for every
+// entry (the count buffers on len(accs) goroutines), and returns accs[0].
+func sumAccums(accs []*accum) *accum {
+	acc := accs[0]
+	forRanges(len(acc.counts), 1, len(accs), func(lo, hi int) {
+		d := acc.counts[lo:hi]
+		for _, a := range accs[1:] {
+			for i, v := range a.counts[lo:hi] {
+				d[i] += v
+			}
+		}
+	})
+	for _, o := range accs[1:] {
+		for i, v := range o.gamma1 {
+			acc.gamma1[i] += v
+		}
+		for i, v := range o.last {
+			acc.last[i] += v
+		}
+		for i, v := range o.conf {
+			acc.conf[i] += v
+		}
+		acc.ll += o.ll
+		acc.steps += o.steps
+		acc.seqs += o.seqs
+	}
+	return acc
 }

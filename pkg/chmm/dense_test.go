@@ -188,11 +188,10 @@ func TestDensePassesAnyWorkers(t *testing.T) {
 				}
 			}
 		}
-		sumCounts(accs)
-		if !slices.Equal(accs[0].counts, want) {
+		if sumAccums(accs) != accs[0] || !slices.Equal(accs[0].counts, want) {
 			t.Fatalf("workers %d: summed counts differ from the sum in worker order", workers)
 		}
-		clearCounts(accs)
+		resetAccums(accs)
 		for w := range accs {
 			if slices.ContainsFunc(accs[w].counts, func(v float64) bool { return v != 0 }) {
 				t.Fatalf("workers %d: counts of worker %d not cleared", workers, w)

@@ -165,22 +165,6 @@ func newAccum(p *params) *accum {
 	return &accum{counts: make([]float64, p.a*p.n*p.n), gamma1: make([]float64, p.n), last: make([]float64, p.n), conf: make([]float64, k*k)}
 }
 
-// addButCounts adds o's statistics but the counts to acc's (sumCounts adds those).
-func (acc *accum) addButCounts(o *accum) {
-	for i, v := range o.gamma1 {
-		acc.gamma1[i] += v
-	}
-	for i, v := range o.last {
-		acc.last[i] += v
-	}
-	for i, v := range o.conf {
-		acc.conf[i] += v
-	}
-	acc.ll += o.ll
-	acc.steps += o.steps
-	acc.seqs += o.seqs
-}
-
 // expect runs forward–backward on seq and adds its expected transition
 // counts ξ and first-state posterior γ_1 to acc. With β̂_T = 1 and
 //
@@ -399,13 +383,7 @@ func SequenceLogLikelihoods(m *Model, seqs []Sequence, workers int) ([]float64, 
 // the sequence (expectSplit).
 func estep(p *params, seqs []Sequence, accs []*accum, work []fbWork) (*accum, error) {
 	nw := len(accs)
-	clearCounts(accs)
-	for _, a := range accs {
-		clear(a.gamma1)
-		clear(a.last)
-		clear(a.conf)
-		a.ll, a.steps, a.seqs = 0, 0, 0
-	}
+	resetAccums(accs)
 	var err error
 	if p.cands != nil {
 		err = parallel(len(seqs), nw, func(w, i int) error {
@@ -429,11 +407,7 @@ func estep(p *params, seqs []Sequence, accs []*accum, work []fbWork) (*accum, er
 	if err != nil {
 		return nil, err
 	}
-	sumCounts(accs)
-	for _, a := range accs[1:] {
-		accs[0].addButCounts(a)
-	}
-	return accs[0], nil
+	return sumAccums(accs), nil
 }
 
 // minSplitLen is the shortest sequence worth splitting across goroutines;

@@ -193,13 +193,7 @@ func newSegmenter(p *params, seqs []Sequence, n, workers int) *segmenter {
 // worker order, so deterministic for a given worker count), whose ℓ is the sum of the
 // segments'. It then carries the new messages to the next run.
 func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
-	clearCounts(s.accs)
-	for _, a := range s.accs {
-		clear(a.gamma1)
-		clear(a.last)
-		clear(a.conf)
-		a.ll, a.steps, a.seqs = 0, 0, 0
-	}
+	resetAccums(s.accs)
 	ns := len(s.segs)
 	err := parallel(ns, len(s.accs), func(w, g int) error {
 		sg := s.segs[g]
@@ -242,11 +236,7 @@ func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
 		s.alpha[g], s.nextAlpha[g] = swapNew(s.alpha[g], s.nextAlpha[g])
 		s.beta[g], s.nextBeta[g] = swapNew(s.beta[g], s.nextBeta[g])
 	}
-	sumCounts(s.accs)
-	for _, a := range s.accs[1:] {
-		s.accs[0].addButCounts(a)
-	}
-	return s.accs[0], nil
+	return sumAccums(s.accs), nil
 }
 
 // swapNew returns (next, cur) where next was written, keeping a buffer for the next
