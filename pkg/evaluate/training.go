@@ -57,6 +57,10 @@ type Training struct {
 	// again by EM through a learned confusion matrix (pipeline.FinalConfig.KeepMerged);
 	// "" when it was not. The runs before it are the gradient finalisation's.
 	Fallback string `json:"fallback,omitempty"`
+	// Compared, where Fallback made EM's map, is how that map and the gradient
+	// finalisation's were compared; the one kept is the run's map (a kept gradient map
+	// keeps its record, and EM's rounds are left out of it). Nil otherwise.
+	Compared *MapChoice `json:"compared,omitempty"`
 	// Confusion is the token confusion matrix C[k][o] that the map reads its tokens
 	// through (pipeline.FinalEM); nil for hard tokens.
 	Confusion [][]float64 `json:"confusion,omitempty"`
@@ -70,6 +74,21 @@ type Training struct {
 	// Refine is the refinement of a map learned from pixels (pipeline.RefineConfig);
 	// nil when it did not run.
 	Refine *Refine `json:"refine,omitempty"`
+}
+
+// MapChoice is a comparison of two maps of the same tokens without labels: each read
+// through a confusion matrix fitted to it on the training walks, scored on a
+// validation walk that neither was trained on; the map of fewer bits per step is kept
+// (EM's on a tie).
+type MapChoice struct {
+	// Steps is the validation walk's length.
+	Steps int `json:"steps"`
+	// GradientBits and EMBits are −log₂ p(tokens | actions) per step of the walk under
+	// each map; -1 where a map gives the walk probability 0.
+	GradientBits float64 `json:"gradient_bits"`
+	EMBits       float64 `json:"em_bits"`
+	// Kept is the trainer of the map kept: "gradient" or "em".
+	Kept string `json:"kept"`
 }
 
 // Refine is the record of a refinement (pipeline.RefineConfig): the pseudo-classes
@@ -421,6 +440,9 @@ func (t *Training) rows(row func(k, format string, args ...any)) {
 	}
 	if t.Fallback != "" {
 		runs = append(runs, "finalised again by EM: "+t.Fallback)
+	}
+	if c := t.Compared; c != nil {
+		runs = append(runs, fmt.Sprintf("maps compared on a %d-step validation walk: gradient %.4f, EM %.4f bits/step; the %s map kept", c.Steps, c.GradientBits, c.EMBits, map[string]string{"gradient": "gradient", "em": "EM"}[c.Kept]))
 	}
 	if len(t.HeldOutBits) > 0 {
 		b := make([]string, len(t.HeldOutBits))

@@ -296,8 +296,9 @@ type FinalConfig struct {
 	// than chmm.NoisyUnexplained of the training steps surprise it where no misread
 	// explains them: chmm.Diagnosis.Reread). false (default): such a map is finalised
 	// again, from the same tokens, by EM through a learned confusion matrix (FinalEM),
-	// and the report's training.fallback says why. FinalEM ignores it.
-	KeepMerged bool `json:"keep_merged" help:"gradient: keep a map the verdict reads as merged (default: finalise again by EM)"`
+	// and the map that predicts a validation walk better is kept; the report's
+	// training.fallback says why, training.compared how they compared. FinalEM ignores it.
+	KeepMerged bool `json:"keep_merged" help:"gradient: keep a map the verdict reads as merged (default: finalise again by EM, keep the map that predicts a validation walk better)"`
 }
 
 // EvalConfig is the evaluation on a held-out episode with test-split images.

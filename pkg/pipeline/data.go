@@ -86,6 +86,28 @@ func (d *data) encodeFrames(m *vqvae.Model, bar *progress.Bar) ([]int, error) {
 	return out, nil
 }
 
+// validationWalk is the finalisation's validation walk, read by vq: a fresh walk of
+// Config.Eval.Steps steps showing fresh training-split images, both drawn from the
+// run's seed on streams of their own (neither the training walks nor the held-out
+// episode). Maps of the same tokens are compared on it (finaliser.choose); no label
+// is read.
+func (d *data) validationWalk(cfg Config, vq *vqvae.Model) (chmm.Sequence, error) {
+	ep := d.env.Walk(gridworld.NewRand(cfg.Seed^0x7a11d_a7e), cfg.Eval.Steps)
+	frames := d.train.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7a11d)), ep.Obs)
+	const block = 4096
+	var tokens []int
+	var buf []float32
+	for s := 0; s < len(frames); s += block {
+		buf = d.train.Floats(frames[s:min(s+block, len(frames))], buf)
+		t, _, err := vq.Encode(buf)
+		if err != nil {
+			return chmm.Sequence{}, err
+		}
+		tokens = append(tokens, t...)
+	}
+	return chmm.Sequence{Obs: tokens, Actions: ep.Actions}, nil
+}
+
 // sequences cuts the training episodes' tokens (in episode order) into sequences.
 func (d *data) sequences(tokens []int) []chmm.Sequence {
 	seqs := make([]chmm.Sequence, len(d.episodes))

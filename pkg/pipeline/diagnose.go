@@ -73,6 +73,19 @@ func diagnose(d *data, cfg Config, vq *vqvae.Model, hmm *chmm.Model, made *evalu
 	return dg, nil
 }
 
+// fitConfusion is the confusion matrix the reread reads hmm through: fitted to the
+// walks train with hmm held fixed (chmm.FitConfusion from startConfusion's C, at most
+// RereadIters E-steps under ConfusionBeam), entries below ConfusionMin dropped.
+func fitConfusion(hmm *chmm.Model, train []chmm.Sequence) ([][]float64, error) {
+	start, _ := startConfusion(train, hmm.K())
+	c, _, err := chmm.FitConfusion(hmm, train, start, chmm.FitConfusionConfig{MaxIters: RereadIters, Tol: RereadTol, Beam: ConfusionBeam})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: verdict: %w", err)
+	}
+	chmm.TrimConfusion(c, ConfusionMin)
+	return c, nil
+}
+
 // Rereading a hard-token map: the E-steps of FitConfusion at most and its stop.
 const (
 	RereadIters = 50
@@ -86,12 +99,10 @@ const (
 // drops them): the misreads that the map's clones absorbed are read as misreads, and
 // what still surprises it far from a miss is merged places (Judge).
 func reread(hmm *chmm.Model, train []chmm.Sequence) (*chmm.Diagnosis, error) {
-	start, _ := startConfusion(train, hmm.K())
-	c, _, err := chmm.FitConfusion(hmm, train, start, chmm.FitConfusionConfig{MaxIters: RereadIters, Tol: RereadTol, Beam: ConfusionBeam})
+	c, err := fitConfusion(hmm, train)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: verdict: %w", err)
+		return nil, err
 	}
-	chmm.TrimConfusion(c, ConfusionMin)
 	dg, err := chmm.DiagnoseConfused(hmm, train, nil, c, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: verdict: %w", err)

@@ -52,8 +52,13 @@ func evaluation(s *session, ck *checkpoint, fin *finalMap) (*evaluate.Report, er
 	for _, ch := range cfg.WorldChoices() {
 		rep.Chosen = append(rep.Chosen, ch.KV()+": "+ch.Why)
 	}
-	if st.Made.Fallback != "" {
-		rep.Chosen = append(rep.Chosen, "final.trainer="+FinalEM+": "+st.Made.Fallback)
+	if m := st.Made; m.Fallback != "" {
+		if c := m.Compared; c != nil && c.Kept == FinalGradient {
+			rep.Chosen = append(rep.Chosen, fmt.Sprintf("final.trainer=%s: %s; EM's map read worse on a %d-step validation walk (%s against %s bits/step)",
+				FinalGradient, m.Fallback, c.Steps, bitsText(c.EMBits), bitsText(c.GradientBits)))
+		} else {
+			rep.Chosen = append(rep.Chosen, "final.trainer="+FinalEM+": "+m.Fallback)
+		}
 	}
 	if err := rep.WriteJSON(ck.path(ReportFile)); err != nil {
 		return nil, err

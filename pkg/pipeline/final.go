@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +38,8 @@ type finaliser struct {
 	// rows are the refinement's, its runs' names start with "refine ", and its map is
 	// saved by the refinement.
 	refine bool
+	// valid, if set, is the validation walk (tests); nil: data.validationWalk.
+	valid *chmm.Sequence
 }
 
 // phase is the phase whose seconds and history rows the finaliser records.
@@ -83,9 +87,9 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	}
 	seqs := s.d.sequences(tokens)
 	if finalByEM(cfg, &f.st.Made) { // an EM fallback resumes as EM
-		hmm, err = f.em(seqs, hmm.K(), hmm.NumActions)
+		hmm, err = f.byEM(seqs, hmm.K(), hmm.NumActions, j.VQ)
 	} else if hmm, err = f.gradient(seqs, share, hmm); err == nil && f.st.FinalGrad.FallBack && !cfg.Final.KeepMerged {
-		hmm, err = f.fallBack(hmm, seqs)
+		hmm, err = f.fallBack(hmm, seqs, j.VQ)
 	}
 	if err != nil {
 		return nil, err
@@ -96,17 +100,34 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	return &finalMap{vq: j.VQ, hmm: hmm}, nil
 }
 
+// byEM is the EM finalisation of seqs (k tokens, numActions actions), or a fallback's
+// EM resumed: then EM's map is compared with the gradient map the state set aside
+// (FallbackGrad; choose, on a validation walk read by vq).
+func (f *finaliser) byEM(seqs []chmm.Sequence, k, numActions int, vq *vqvae.Model) (*chmm.Model, error) {
+	hmm, err := f.em(seqs, k, numActions)
+	if err != nil || f.st.FallbackGrad == nil {
+		return hmm, err
+	}
+	grad, err := f.ck.loadModel(f.st.FallbackGrad.Model, k, numActions)
+	if err != nil {
+		return nil, err
+	}
+	return f.choose(grad, hmm, seqs, vq)
+}
+
 // fallBack returns the gradient finalisation's map hmm if the verdict's test for
 // merged places passes it (read through a confusion matrix fitted to its training
 // walks seqs, reread: at most chmm.NoisyUnexplained of the steps surprise it where no
 // misread explains them) or the walks are too short to tell (fewer than
-// chmm.NoisyStepsPerClone steps per used clone: the verdict asks for more data), else
-// the map the EM finalisation makes from the same walks (Config.Final.KeepMerged keeps
-// hmm instead). The switch is committed before EM
-// begins, with its reason in the state's Made.Fallback, so that an interrupted run
-// resumes in EM; the gradient finalisation's runs and growth checks stay in the record,
-// its pruning and budget doublings, which describe a map no longer kept, do not.
-func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence) (*chmm.Model, error) {
+// chmm.NoisyStepsPerClone steps per used clone: the verdict asks for more data).
+// Else the EM finalisation makes a map from the same walks, and the better of the
+// two on a validation walk read by vq is kept (choose; Config.Final.KeepMerged keeps
+// hmm without EM). The switch is committed before EM begins, with its reason in the
+// state's Made.Fallback and hmm saved as the state's FallbackGrad, so that an
+// interrupted run resumes in EM and compares when it ends; the gradient
+// finalisation's runs and growth checks stay in the record, its pruning and budget
+// doublings are set aside with hmm.
+func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Model) (*chmm.Model, error) {
 	dg, err := reread(hmm, seqs)
 	if err != nil {
 		return nil, err
@@ -116,23 +137,109 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence) (*chmm.Model
 	}
 	f.st.Made.Fallback = fmt.Sprintf("the gradient finalisation's map (%d states) reads as merged: through a confusion matrix fitted to it, %.2f%% of the training steps surprise it more than %d steps after a miss (more than %.2f%%)",
 		hmm.N(), 100*dg.Unexplained(), chmm.NoisyAftermath, 100*chmm.NoisyUnexplained)
+	f.st.FallbackGrad = &fallbackGrad{Model: fallbackGradFile, Pruned: f.st.Made.Pruned, GrowRounds: f.st.Made.GrowRounds}
 	f.st.Made.Pruned, f.st.Made.GrowRounds = 0, 0
 	f.st.FinalGrad = nil
 	if f.ck.saves() { // runs without a directory (studies) keep nothing
+		if err := hmm.Save(f.ck.path(fallbackGradFile)); err != nil {
+			return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+		}
+		if err := f.ck.record(fallbackGradFile); err != nil {
+			return nil, err
+		}
 		if err := f.commit(); err != nil {
 			return nil, err
 		}
 	}
 	if f.s.out != nil {
-		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix (--set final.keep_merged=true keeps it)\n", f.st.Made.Fallback)
+		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix, and the better map kept (--set final.keep_merged=true keeps this one)\n", f.st.Made.Fallback)
 	}
-	return f.em(seqs, hmm.K(), hmm.NumActions)
+	em, err := f.em(seqs, hmm.K(), hmm.NumActions)
+	if err != nil {
+		return nil, err
+	}
+	return f.choose(hmm, em, seqs, vq)
 }
 
-// finalByEM tells whether the finalisation of cfg with record made is (or, resumed,
-// goes on) by EM: FinalEM, or a gradient finalisation that fell back (made.Fallback).
+// choose returns the better of the fallback's two maps of the same tokens, grad (the
+// gradient finalisation's) and em (EM's, whose record Made holds), without labels:
+// each read through a confusion matrix fitted to it on the training walks seqs (as
+// the reread fits one), scored on the validation walk (validation, read by vq) in
+// bits per step; EM's map is kept unless grad's bits are fewer. A kept grad gets back
+// its record (FallbackGrad) and EM's rounds, confusion matrix and doublings leave it.
+// The comparison is the record's Compared; the state's FallbackGrad is cleared.
+func (f *finaliser) choose(grad, em *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Model) (*chmm.Model, error) {
+	valid, err := f.validation(vq)
+	if err != nil {
+		return nil, err
+	}
+	gb, err := validationBits(grad, seqs, valid)
+	if err != nil {
+		return nil, err
+	}
+	eb, err := validationBits(em, seqs, valid)
+	if err != nil {
+		return nil, err
+	}
+	c := &evaluate.MapChoice{Steps: valid.Len(), GradientBits: gb, EMBits: eb, Kept: FinalEM}
+	kept := em
+	if gb >= 0 && (eb < 0 || gb < eb) {
+		c.Kept, kept = FinalGradient, grad
+		made := &f.st.Made
+		if g := f.st.FallbackGrad; g != nil {
+			made.Pruned, made.GrowRounds = g.Pruned, g.GrowRounds
+		}
+		made.Confusion, made.HeldOutBits, made.Doublings = nil, nil, 0
+	}
+	f.st.Made.Compared, f.st.FallbackGrad = c, nil
+	if f.s.out != nil {
+		fmt.Fprintf(f.s.out, "finalisation: on a %d-step validation walk the gradient map reads %s bits/step, EM's %s: the %s map is kept\n",
+			c.Steps, bitsText(gb), bitsText(eb), map[string]string{FinalGradient: "gradient", FinalEM: "EM"}[c.Kept])
+	}
+	return kept, nil
+}
+
+// bitsText is bits per step as validationBits gives them: "%.4f", or "∞" for -1.
+func bitsText(b float64) string {
+	if b < 0 {
+		return "∞"
+	}
+	return fmt.Sprintf("%.4f", b)
+}
+
+// validationBits returns −log₂ p(valid's tokens | its actions) per step under hmm read
+// through a confusion matrix fitted to hmm on the training walks seqs (fitConfusion),
+// or -1 where hmm gives valid probability 0.
+func validationBits(hmm *chmm.Model, seqs []chmm.Sequence, valid chmm.Sequence) (float64, error) {
+	c, err := fitConfusion(hmm, seqs)
+	if err != nil {
+		return 0, err
+	}
+	ll, err := chmm.ConfusedLogLikelihoods(hmm, []chmm.Sequence{valid}, c, 0)
+	if errors.Is(err, chmm.ErrZeroProbability) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: comparing maps: %w", err)
+	}
+	return -ll[0] / float64(valid.Len()) / math.Ln2, nil
+}
+
+// validation returns the validation walk read by vq (data.validationWalk), or the
+// finaliser's valid where a test set one.
+func (f *finaliser) validation(vq *vqvae.Model) (chmm.Sequence, error) {
+	if f.valid != nil {
+		return *f.valid, nil
+	}
+	return f.s.d.validationWalk(f.s.cfg, vq)
+}
+
+// finalByEM tells whether the map of the finalisation of cfg with record made is (or,
+// resumed, goes on to be) EM's: FinalEM, or a gradient finalisation that fell back
+// (made.Fallback) and did not keep its own map when the two were compared
+// (made.Compared).
 func finalByEM(cfg Config, made *evaluate.Training) bool {
-	return cfg.Final.Trainer == FinalEM || made != nil && made.Fallback != ""
+	return cfg.Final.Trainer == FinalEM || made != nil && made.Fallback != "" && (made.Compared == nil || made.Compared.Kept == FinalEM)
 }
 
 // saveMap saves the map hmm (with its confusion matrix, if the finalisation learned
@@ -275,6 +382,9 @@ func (st *runState) finalFiles() []string {
 				names = append(names, name)
 			}
 		}
+	}
+	if g := st.FallbackGrad; g != nil {
+		names = append(names, g.Model)
 	}
 	if g := st.FinalGrad; g != nil {
 		for _, name := range []string{g.Model, g.Training} {

@@ -402,7 +402,8 @@ func testFinaliser(cfg Config, d *data, out io.Writer, h *hooks) *finaliser {
 // TestFallBack: on aliased walks whose tokens are misread with probability 0.08, a
 // hard-token map with one clone per token (it merges the places of each class) reads as
 // merged through a fitted confusion matrix, and is finalised again by EM, which learns
-// a map of more states with its C, the reason recorded; a map of hard tokens trained on
+// a map of more states with its C, the reason recorded; EM's map reads better on the
+// validation walk (another misread walk) and is kept; a map of hard tokens trained on
 // clean walks with clones to spare passes and is kept as it is.
 func TestFallBack(t *testing.T) {
 	env, err := gridworld.Named("aliased")
@@ -423,7 +424,8 @@ func TestFallBack(t *testing.T) {
 	r := testFinaliser(cfg, nil, &out, nil)
 	r.st.Made.Pruned, r.st.Made.GrowRounds = 3, 1
 	r.st.FinalGrad = &finalGradState{FallBack: true}
-	hmm, err := r.fallBack(merged, seqs)
+	r.valid = &misreadWalks(env, 6, 4000, 0.08)[0]
+	hmm, err := r.fallBack(merged, seqs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +437,11 @@ func TestFallBack(t *testing.T) {
 		t.Errorf("merged map: fallback %q, pruned %d, doublings %d, gradient state %+v; want the reason, no pruning or doubling, no gradient state",
 			made.Fallback, made.Pruned, made.GrowRounds, r.st.FinalGrad)
 	}
-	if !strings.Contains(out.String(), "finalised again by EM") || !strings.Contains(out.String(), "final.keep_merged=true") {
+	if c := made.Compared; c == nil || c.Kept != FinalEM || !(c.EMBits >= 0 && c.EMBits < c.GradientBits) || c.Steps != 4000 || r.st.FallbackGrad != nil {
+		t.Errorf("merged map: compared %+v, set aside %+v; want EM's map kept for fewer bits on the 4000-step walk, nothing set aside", c, r.st.FallbackGrad)
+	}
+	if !strings.Contains(out.String(), "finalised again by EM") || !strings.Contains(out.String(), "final.keep_merged=true") ||
+		!strings.Contains(out.String(), "validation walk") {
 		t.Errorf("merged map: output does not say what it did and how to keep the map:\n%s", out.String())
 	}
 
@@ -445,11 +451,11 @@ func TestFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = testFinaliser(cfg, nil, &out, nil)
-	hmm, err = r.fallBack(resolved, seqs)
+	hmm, err = r.fallBack(resolved, seqs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hmm != resolved || r.st.Made.Fallback != "" {
-		t.Errorf("resolved map: replaced (%v), fallback %q; want it kept", hmm != resolved, r.st.Made.Fallback)
+	if hmm != resolved || r.st.Made.Fallback != "" || r.st.Made.Compared != nil {
+		t.Errorf("resolved map: replaced (%v), fallback %q, compared %+v; want it kept", hmm != resolved, r.st.Made.Fallback, r.st.Made.Compared)
 	}
 }

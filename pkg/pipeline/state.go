@@ -111,6 +111,10 @@ type runState struct {
 	// FinalGrad is the gradient finalisation's progress at the end of its last finished
 	// training (nil: none, or the finalisation is FinalEM): a resumed run goes on from it.
 	FinalGrad *finalGradState
+	// FallbackGrad, while EM finalises again a gradient map that read as merged
+	// (finaliser.fallBack), is that map, kept to be compared with EM's when EM ends;
+	// nil otherwise, and in a fallback begun before it (EM's map is then kept).
+	FallbackGrad *fallbackGrad
 
 	// Refinement (refine.go): its progress, nil before it starts and after it ends.
 	Refine *refineState
@@ -219,6 +223,17 @@ type finalGradState struct {
 	// gob of chmm.GradState, saved every finalSaveEvery); "" when none was saved.
 	Training string
 }
+
+// fallbackGrad is the gradient finalisation's map while the fallback's EM runs: its
+// file, and its record that EM's map does not share (restored if it is kept).
+type fallbackGrad struct {
+	Model      string // model file (fallbackGradFile)
+	Pruned     int    // Made.Pruned
+	GrowRounds int    // Made.GrowRounds
+}
+
+// fallbackGradFile is the gradient finalisation's map while the fallback's EM runs.
+const fallbackGradFile = "final-fallback-gradient.model"
 
 // The steps of a gradient finalisation round (finalGradState.Done).
 const (
