@@ -308,14 +308,18 @@ func TestSymbolicViterbiIters(t *testing.T) {
 }
 
 // TestSymbolicChunkAbove: chunk_above sets when the gradient trainer reads random
-// chunks (default chmm.DefaultChunkAbove, 0 never) and fold_alike its folding of
+// chunks (default experiment.SplitChunkAbove; with a fixed budget chmm.DefaultChunkAbove;
+// 0 never) and fold_alike its folding of
 // alike clones (default DefaultFoldAlike for the gradient trainer, none for EM); a
 // value out of range is one clean error.
 func TestSymbolicChunkAbove(t *testing.T) {
 	o := symbolicDefaults("tiled", "gradient")
 	s, _, err := symbolicConfig(o)
-	if err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
+	if err != nil || s.ChunkAbove != experiment.SplitChunkAbove {
 		t.Fatalf("default: ChunkAbove %g, err %v", s.ChunkAbove, err)
+	}
+	if s, _, err := symbolicConfig(o.with("clones_per_class=4")); err != nil || s.ChunkAbove != chmm.DefaultChunkAbove {
+		t.Fatalf("fixed budget: ChunkAbove %g, err %v", s.ChunkAbove, err)
 	}
 	if s, _, err = symbolicConfig(o.with("chunk_above=0")); err != nil || s.ChunkAbove != 0 {
 		t.Fatalf("chunk_above=0: ChunkAbove %g, err %v", s.ChunkAbove, err)

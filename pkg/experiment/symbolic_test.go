@@ -493,7 +493,8 @@ func TestTrainSymbolicGradientTol(t *testing.T) {
 
 // TestTrainSymbolicChunks: a gradient training whose pass is costlier than
 // ChunkAbove (chmm.GradConfig.ChunkIfCostly) reads random chunks, and its record says
-// so; EM never does; DefaultSymbolic sets chmm.DefaultChunkAbove.
+// so; EM never does; DefaultSymbolic sets SplitChunkAbove, and FixedBudget
+// chmm.DefaultChunkAbove in its place (a ChunkAbove set otherwise stays).
 func TestTrainSymbolicChunks(t *testing.T) {
 	env, err := gridworld.Named("aliased")
 	if err != nil {
@@ -527,8 +528,16 @@ func TestTrainSymbolicChunks(t *testing.T) {
 		}
 	}
 	_, s := aliasedSymbolic(t, TrainerGradient)
-	if s.ChunkAbove != chmm.DefaultChunkAbove || s.Training().ChunkAbove != chmm.DefaultChunkAbove {
-		t.Errorf("DefaultSymbolic ChunkAbove %g, Training() %g, want %g", s.ChunkAbove, s.Training().ChunkAbove, chmm.DefaultChunkAbove)
+	if s.ChunkAbove != SplitChunkAbove || s.Training().ChunkAbove != SplitChunkAbove || SplitChunkAbove != 1e7 {
+		t.Errorf("DefaultSymbolic ChunkAbove %g, Training() %g, want %g (1e7)", s.ChunkAbove, s.Training().ChunkAbove, SplitChunkAbove)
+	}
+	if f := s.FixedBudget(0); f.ChunkAbove != chmm.DefaultChunkAbove {
+		t.Errorf("FixedBudget: ChunkAbove %g, want %g", f.ChunkAbove, chmm.DefaultChunkAbove)
+	}
+	s2 := s
+	s2.ChunkAbove = 3e7
+	if f := s2.FixedBudget(0); f.ChunkAbove != 3e7 {
+		t.Errorf("FixedBudget of ChunkAbove 3e7: %g, want it kept", f.ChunkAbove)
 	}
 	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
 		s.ChunkAbove = bad

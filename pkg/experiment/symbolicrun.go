@@ -92,7 +92,8 @@ type Symbolic struct {
 	// ChunkAbove makes a gradient training read random chunks of walks of at least
 	// chmm.ChunkMinSteps steps when one pass over them would cost more than this many
 	// multiply-adds (chmm.GradConfig.ChunkIfCostly; 0: the whole walks at every
-	// iteration). DefaultSymbolic: chmm.DefaultChunkAbove.
+	// iteration). DefaultSymbolic: SplitChunkAbove for a budget grown by splitting,
+	// chmm.DefaultChunkAbove for a fixed one (FixedBudget).
 	ChunkAbove float64 `json:"chunk_above,omitempty"`
 
 	// DropCost > 0 bounds what dropping the gradient map's rarely visited clones
@@ -152,6 +153,14 @@ const DefaultFoldAlike = 0.05
 // EM's maps are not folded (0).
 const DefaultFoldCost = 0.5
 
+// SplitChunkAbove is DefaultSymbolic's ChunkAbove, a tenth of chmm.DefaultChunkAbove:
+// the decision is taken once, on the model a training starts from, and a budget grown
+// by splitting starts each round small and grows it within the training (its plateau
+// splits, chmm.GradConfig.SplitRounds, each adding clones up to twice a token's), so
+// a pass at the training's end costs an order of magnitude more than at its start. A
+// fixed budget (FixedBudget) starts at its size, and keeps chmm.DefaultChunkAbove.
+const SplitChunkAbove = chmm.DefaultChunkAbove / 10
+
 // MaxSplitStates bounds a budget grown by splitting (Symbolic.MaxStates), and with it
 // the training memory, which grows with the states (chmm.TrainBytes).
 const MaxSplitStates = 2048
@@ -188,7 +197,7 @@ func DefaultSymbolic(e *gridworld.Env, trainer string) (Symbolic, error) {
 		Episodes: d.Episodes, Steps: d.Steps, EvalSteps: d.Steps,
 		ClonesPerClass: d.ClonesPerClass, ClonesByClass: d.ClonesByClass,
 		Restarts: 1, Pseudocount: pc, ViterbiIters: chmm.DefaultEMConfig().ViterbiIters, Doublings: DefaultSplitRounds,
-		ChunkAbove: chmm.DefaultChunkAbove}
+		ChunkAbove: SplitChunkAbove}
 	if trainer == TrainerGradient {
 		s.FoldAlike, s.DropCost, s.FoldCost = DefaultFoldAlike, DefaultDropCost, DefaultFoldCost
 	}
@@ -207,8 +216,8 @@ const DefaultGradientRestarts = 5
 // instead of growing one by splitting, with restarts starts (0: DefaultEMRestarts for
 // EM, which keeps the best training likelihood; DefaultGradientRestarts for the
 // gradient trainer, which stops at the first that fits), and a budget that may double
-// (DefaultBudgetDoublings) where it binds. s is returned unchanged unless it grows by
-// splitting.
+// (DefaultBudgetDoublings) where it binds, and chmm.DefaultChunkAbove for
+// SplitChunkAbove. s is returned unchanged unless it grows by splitting.
 func (s Symbolic) FixedBudget(restarts int) Symbolic {
 	if s.Doublings == 0 {
 		return s
@@ -221,6 +230,9 @@ func (s Symbolic) FixedBudget(restarts int) Symbolic {
 	}
 	s.Doublings, s.Restarts, s.GrowRounds, s.FoldCost = 0, restarts, DefaultBudgetDoublings, 0
 	s.UntilFit = s.Trainer == TrainerGradient
+	if s.ChunkAbove == SplitChunkAbove {
+		s.ChunkAbove = chmm.DefaultChunkAbove
+	}
 	return s
 }
 
