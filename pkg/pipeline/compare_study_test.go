@@ -11,9 +11,14 @@ import (
 	"github.com/gradcscg/gradcscg/pkg/chmm"
 )
 
-// TestCompareMapsStudy is a measurement: each run directory of COMPARE_RUNS
-// (separated by spaces) read label-free on the held-out walk and its training walks,
-// through its own C and through a C fitted to the map by the reread, beside its scores.
+// TestCompareMapsStudy is a measurement, not a check (skipped unless COMPARE_RUNS
+// names finished run directories, separated by spaces): each run's map read without
+// labels on its training walks and its held-out episode, through its own confusion
+// matrix (none for hard tokens) and through one fitted to it as the reread fits one,
+// beside its scores against the true room, a line per run starting "COMPARE". The run
+// directories are not touched. Results: results/notes/fashion.md.
+//
+//	COMPARE_RUNS="runs/room_fashion_seed2 runs/room_fashion_seed2_keep" go test -tags study ./pkg/pipeline -run TestCompareMapsStudy -v
 func TestCompareMapsStudy(t *testing.T) {
 	dirs := strings.Fields(os.Getenv("COMPARE_RUNS"))
 	if len(dirs) == 0 {
