@@ -432,6 +432,23 @@ var menu = []column{
 		}
 		return text(strings.Join(s, " "))
 	}},
+	{name: "compared", header: "validation bits/step: gradient, EM (kept)", prec: -1, get: func(r *run) value {
+		c := training(r).Compared
+		if c == nil {
+			return missing
+		}
+		b := func(x float64, kept bool) string {
+			s := "∞"
+			if x >= 0 {
+				s = fmtNum(x, 4)
+			}
+			if kept {
+				s = "**" + s + "**"
+			}
+			return s
+		}
+		return text(b(c.GradientBits, c.Kept == "gradient") + ", " + b(c.EMBits, c.Kept == "em"))
+	}},
 	{name: "final-iters", header: "finalisation iterations", prec: 0, integer: true, get: func(r *run) value {
 		n := 0
 		for _, run := range training(r).Runs {

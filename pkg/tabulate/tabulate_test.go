@@ -35,6 +35,7 @@ func report(env string, seed uint64) *evaluate.Report {
 		Training: &evaluate.Training{
 			Steps: 150000, Episodes: 1, Doublings: 2, Folded: 107, Clones: []int{18, 19, 21}, Pruned: 1,
 			HeldOutBits: []float64{0.68412, 0.42779, 0.33043, 0.28371},
+			Compared:    &evaluate.MapChoice{Steps: 10000, GradientBits: 0.35493, EMBits: -1, Kept: "gradient"},
 			GrowChecks:  []evaluate.GrowCheck{{Clones: 20, Bits: 0.29991, GrownBits: 0.17558, Grown: true}},
 			Joint: &evaluate.Joint{Iters: 1500, CodesKept: []int{0, 1, 2, 3, 4}, TokensMerged: []int{0, 1, 0, 2},
 				Guard: &evaluate.Guard{Interventions: []evaluate.Intervention{{Iter: 1120, RolledBackTo: 1050}, {Iter: 1400, RolledBackTo: 1350}}}},
@@ -86,6 +87,7 @@ func TestColumnValues(t *testing.T) {
 		{"min.warmup", "12.4"}, {"min.total:0", "514"}, {"s.final", "3780"}, {"min.evaluate", "–"},
 		{"failed-flagged", "1"}, {"good-passed", "0"},
 		{"chosen", "joint.scaled_emissions=true final.trainer=em"},
+		{"compared", "**0.3549**, ∞"},
 	}
 	for _, c := range cases {
 		got, err := table(t, dir, "--columns", c.col, "room_mnist_seed1.json")
