@@ -57,9 +57,10 @@ type Training struct {
 	// again by EM through a learned confusion matrix (pipeline.FinalConfig.KeepMerged);
 	// "" when it was not. The runs before it are the gradient finalisation's.
 	Fallback string `json:"fallback,omitempty"`
-	// Compared, where Fallback made EM's map, is how that map and the gradient
-	// finalisation's were compared; the one kept is the run's map (a kept gradient map
-	// keeps its record, and EM's rounds are left out of it). Nil otherwise.
+	// Compared, where Fallback made EM's map and it read as merged too, is how that map
+	// and the gradient finalisation's were compared; the one kept is the run's map (a
+	// kept gradient map keeps its record, and EM's rounds are left out of it). Nil
+	// otherwise (EM's map kept).
 	Compared *MapChoice `json:"compared,omitempty"`
 	// Confusion is the token confusion matrix C[k][o] that the map reads its tokens
 	// through (pipeline.FinalEM); nil for hard tokens.

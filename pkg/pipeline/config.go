@@ -295,10 +295,11 @@ type FinalConfig struct {
 	// for merged places flags it (read through a confusion matrix fitted to it, more
 	// than chmm.NoisyUnexplained of the training steps surprise it where no misread
 	// explains them: chmm.Diagnosis.Reread). false (default): such a map is finalised
-	// again, from the same tokens, by EM through a learned confusion matrix (FinalEM),
-	// and the map that predicts a validation walk better is kept; the report's
-	// training.fallback says why, training.compared how they compared. FinalEM ignores it.
-	KeepMerged bool `json:"keep_merged" help:"gradient: keep a map the verdict reads as merged (default: finalise again by EM, keep the map that predicts a validation walk better)"`
+	// again, from the same tokens, by EM through a learned confusion matrix (FinalEM);
+	// EM's map is kept unless it reads as merged too, and then the map that predicts a
+	// validation walk better. The report's training.fallback says why, training.compared
+	// how the maps compared. FinalEM ignores it.
+	KeepMerged bool `json:"keep_merged" help:"gradient: keep a map the verdict reads as merged (default: finalise again by EM; if EM's map reads as merged too, keep the map that predicts a validation walk better)"`
 }
 
 // EvalConfig is the evaluation on a held-out episode with test-split images.

@@ -34,9 +34,10 @@
 //     (final_grad.go: a budget by token share that doubles while twice as many
 //     clones predict the walks' held-out ends better, then pruning) or by EM through a learned token confusion matrix (final_em.go: split
 //     rounds of chmm.GrowBySplitting, stopped by the held-out ends of the walks). A
-//     gradient map that the verdict reads as merged is finalised again by EM, and the
-//     map that predicts a validation walk better is kept (final.go: fallBack, choose;
-//     Config.Final.KeepMerged keeps the gradient map without EM).
+//     gradient map that the verdict reads as merged is finalised again by EM; EM's map
+//     is kept unless it reads as merged too, and then the map that predicts a
+//     validation walk better (final.go: fallBack, choose; Config.Final.KeepMerged keeps
+//     the gradient map without EM).
 //  4. Refinement (refine.go; Config.Refine, off by default): the map teaches the
 //     encoder the pseudo-classes it reads from the training walks (pseudo.go; no
 //     labels), and the map is finalised again on the new tokens as in 3. A map is

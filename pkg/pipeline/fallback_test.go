@@ -117,51 +117,79 @@ func TestValidationBits(t *testing.T) {
 	}
 }
 
-// TestChoose: choose keeps the map that reads the validation walk in fewer bits,
-// whichever trainer made it; a kept gradient map gets its own record back and EM's
-// rounds, C and doublings leave it; a kept EM map keeps EM's record.
+// TestChoose: choose keeps EM's map where the test for merged places passes it,
+// without a comparison; where it reads as merged too, it keeps the map that reads the
+// validation walk in fewer bits, whichever trainer made it. A kept gradient map gets
+// its own record back and EM's rounds, C and doublings leave it; a kept EM map keeps
+// EM's record.
 func TestChoose(t *testing.T) {
 	env, seqs, valid, merged, good := fallbackMaps(t)
 	cfg, err := DefaultConfig(env.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	emRecord := func(r *finaliser) {
+	// untrained: one clone per token, as chmm.New makes it, worse than merged.
+	untrained := chmm.New([]int{1, 1, 1, 1}, env.NumActions(), rand.New(rand.NewPCG(1, 3)))
+	// setUp makes r's record that of EM's map em (its C fitted to it, as EM's own
+	// stands in here) after a fallback from a gradient map.
+	setUp := func(em *chmm.Model) *finaliser {
+		t.Helper()
+		c, err := fitConfusion(em, seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := testFinaliser(cfg, nil, nil, nil)
 		r.valid = &valid
 		r.st.Made.Fallback = "reads as merged"
-		r.st.Made.Confusion, r.st.Made.HeldOutBits, r.st.Made.Doublings = [][]float64{{1}}, []float64{0.5, 0.4}, 1
+		r.st.Made.Confusion, r.st.Made.HeldOutBits, r.st.Made.Doublings = c, []float64{0.5, 0.4}, 1
 		r.st.FallbackGrad = &fallbackGrad{Model: fallbackGradFile, Pruned: 3, GrowRounds: 1}
+		return r
 	}
-	r := testFinaliser(cfg, nil, nil, nil)
-	emRecord(r)
-	hmm, err := r.choose(good, merged, seqs, nil)
+
+	// EM's map passes: kept as it is.
+	r := setUp(good)
+	hmm, err := r.choose(merged, good, seqs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := r.st.Made
+	if hmm != good || m.Compared != nil || m.Pruned != 0 || m.Confusion == nil || m.Doublings != 1 || r.st.FallbackGrad != nil || !finalByEM(cfg, &m) {
+		t.Errorf("EM's map passes: kept it %v, record %+v, set aside %+v; want it kept, uncompared, with EM's record", hmm == good, m, r.st.FallbackGrad)
+	}
+
+	// EM's map reads as merged, the gradient map predicts the walk better.
+	r = setUp(merged)
+	if hmm, err = r.choose(good, merged, seqs, nil); err != nil {
+		t.Fatal(err)
+	}
+	m = r.st.Made
 	if hmm != good || m.Compared == nil || m.Compared.Kept != FinalGradient || m.Pruned != 3 || m.GrowRounds != 1 ||
 		m.Confusion != nil || m.HeldOutBits != nil || m.Doublings != 0 || r.st.FallbackGrad != nil || finalByEM(cfg, &m) {
 		t.Errorf("better gradient map: kept it %v, record %+v, set aside %+v; want it kept with its record", hmm == good, m, r.st.FallbackGrad)
 	}
-	r = testFinaliser(cfg, nil, nil, nil)
-	emRecord(r)
-	if hmm, err = r.choose(merged, good, seqs, nil); err != nil {
+	if c := m.Compared; c != nil && !(c.GradientBits < c.EMBits) {
+		t.Errorf("compared %+v: want the gradient map's bits below EM's", c)
+	}
+
+	// Both read as merged, EM's map predicts the walk better.
+	r = setUp(merged)
+	if hmm, err = r.choose(untrained, merged, seqs, nil); err != nil {
 		t.Fatal(err)
 	}
 	m = r.st.Made
-	if hmm != good || m.Compared == nil || m.Compared.Kept != FinalEM || m.Pruned != 0 || m.Confusion == nil || m.Doublings != 1 ||
+	if hmm != merged || m.Compared == nil || m.Compared.Kept != FinalEM || m.Pruned != 0 || m.Confusion == nil || m.Doublings != 1 ||
 		!finalByEM(cfg, &m) {
-		t.Errorf("better EM map: kept it %v, record %+v; want it kept with EM's record", hmm == good, m)
+		t.Errorf("better EM map: kept it %v, record %+v; want it kept with EM's record", hmm == merged, m)
 	}
-	if c := m.Compared; !(c.EMBits < c.GradientBits) || c.Steps != valid.Len() {
+	if c := m.Compared; c != nil && (!(c.EMBits < c.GradientBits) || c.Steps != valid.Len()) {
 		t.Errorf("compared %+v: want the EM map's bits below the gradient's, on %d steps", c, valid.Len())
 	}
 }
 
 // TestFallBackResumes: a fallback interrupted in its EM and resumed from the run
-// directory (state and files read back) compares EM's map with the gradient map it set
-// aside, and ends as the same fallback run through at once: the same map, the same
-// record; the set-aside file is gone after the map is saved.
+// directory (state and files read back) reads back the gradient map it set aside and
+// ends as the same fallback run through at once: the same map, the same record; the
+// set-aside file is gone after the map is saved.
 func TestFallBackResumes(t *testing.T) {
 	errStop := errors.New("stopped")
 	env, seqs, valid, merged, _ := fallbackMaps(t)

@@ -120,9 +120,9 @@ func (f *finaliser) byEM(seqs []chmm.Sequence, k, numActions int, vq *vqvae.Mode
 // walks seqs, reread: at most chmm.NoisyUnexplained of the steps surprise it where no
 // misread explains them) or the walks are too short to tell (fewer than
 // chmm.NoisyStepsPerClone steps per used clone: the verdict asks for more data).
-// Else the EM finalisation makes a map from the same walks, and the better of the
-// two on a validation walk read by vq is kept (choose; Config.Final.KeepMerged keeps
-// hmm without EM). The switch is committed before EM begins, with its reason in the
+// Else the EM finalisation makes a map from the same walks, and choose keeps EM's
+// map or, where it reads as merged too, the one that predicts a validation walk read by
+// vq better (Config.Final.KeepMerged keeps hmm without EM). The switch is committed before EM begins, with its reason in the
 // state's Made.Fallback and hmm saved as the state's FallbackGrad, so that an
 // interrupted run resumes in EM and compares when it ends; the gradient
 // finalisation's runs and growth checks stay in the record, its pruning and budget
@@ -152,7 +152,7 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Mo
 		}
 	}
 	if f.s.out != nil {
-		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix, and the better map kept (--set final.keep_merged=true keeps this one)\n", f.st.Made.Fallback)
+		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix (--set final.keep_merged=true keeps this one)\n", f.st.Made.Fallback)
 	}
 	em, err := f.em(seqs, hmm.K(), hmm.NumActions)
 	if err != nil {
@@ -161,14 +161,29 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Mo
 	return f.choose(hmm, em, seqs, vq)
 }
 
-// choose returns the better of the fallback's two maps of the same tokens, grad (the
-// gradient finalisation's) and em (EM's, whose record Made holds), without labels:
-// each read through a confusion matrix fitted to it on the training walks seqs (as
-// the reread fits one), scored on the validation walk (validation, read by vq) in
-// bits per step; EM's map is kept unless grad's bits are fewer. A kept grad gets back
-// its record (FallbackGrad) and EM's rounds, confusion matrix and doublings leave it.
-// The comparison is the record's Compared; the state's FallbackGrad is cleared.
+// choose returns the map the fallback keeps of its two maps of the same tokens, grad
+// (the gradient finalisation's, which reads as merged) and em (EM's, whose record Made
+// holds), without labels. EM's map is kept if the verdict's test for merged places
+// passes it, read through its learned confusion matrix (Made.Confusion) on the training
+// walks seqs. Otherwise neither map passes, and the one that predicts the validation
+// walk (validation, read by vq) better is kept: each read through a confusion matrix
+// fitted to it on seqs (as the reread fits one), in bits per step, EM's on a tie. A
+// kept grad gets back its record (FallbackGrad) and EM's rounds, confusion matrix and
+// doublings leave it. A comparison is the record's Compared (nil where EM's map
+// passed); the state's FallbackGrad is cleared.
 func (f *finaliser) choose(grad, em *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Model) (*chmm.Model, error) {
+	dg, err := chmm.DiagnoseConfused(em, seqs, nil, f.st.Made.Confusion, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: finalisation: %w", err)
+	}
+	if !slices.Contains(dg.Judge(chmm.NoisyTokens).Problems, chmm.ProblemMerged) {
+		f.st.FallbackGrad = nil
+		if f.s.out != nil {
+			fmt.Fprintf(f.s.out, "finalisation: EM's map passes the test for merged places (%.2f%% of the training steps surprise it more than %d steps after a miss): it is kept\n",
+				100*dg.Unexplained(), chmm.NoisyAftermath)
+		}
+		return em, nil
+	}
 	valid, err := f.validation(vq)
 	if err != nil {
 		return nil, err
@@ -193,7 +208,7 @@ func (f *finaliser) choose(grad, em *chmm.Model, seqs []chmm.Sequence, vq *vqvae
 	}
 	f.st.Made.Compared, f.st.FallbackGrad = c, nil
 	if f.s.out != nil {
-		fmt.Fprintf(f.s.out, "finalisation: on a %d-step validation walk the gradient map reads %s bits/step, EM's %s: the %s map is kept\n",
+		fmt.Fprintf(f.s.out, "finalisation: EM's map reads as merged too; on a %d-step validation walk the gradient map reads %s bits/step, EM's %s: the %s map is kept\n",
 			c.Steps, bitsText(gb), bitsText(eb), map[string]string{FinalGradient: "gradient", FinalEM: "EM"}[c.Kept])
 	}
 	return kept, nil

@@ -402,8 +402,8 @@ func testFinaliser(cfg Config, d *data, out io.Writer, h *hooks) *finaliser {
 // TestFallBack: on aliased walks whose tokens are misread with probability 0.08, a
 // hard-token map with one clone per token (it merges the places of each class) reads as
 // merged through a fitted confusion matrix, and is finalised again by EM, which learns
-// a map of more states with its C, the reason recorded; EM's map reads better on the
-// validation walk (another misread walk) and is kept; a map of hard tokens trained on
+// a map of more states with its C, the reason recorded; EM's map passes the test for
+// merged places and is kept without a comparison; a map of hard tokens trained on
 // clean walks with clones to spare passes and is kept as it is.
 func TestFallBack(t *testing.T) {
 	env, err := gridworld.Named("aliased")
@@ -437,11 +437,11 @@ func TestFallBack(t *testing.T) {
 		t.Errorf("merged map: fallback %q, pruned %d, doublings %d, gradient state %+v; want the reason, no pruning or doubling, no gradient state",
 			made.Fallback, made.Pruned, made.GrowRounds, r.st.FinalGrad)
 	}
-	if c := made.Compared; c == nil || c.Kept != FinalEM || !(c.EMBits >= 0 && c.EMBits < c.GradientBits) || c.Steps != 4000 || r.st.FallbackGrad != nil {
-		t.Errorf("merged map: compared %+v, set aside %+v; want EM's map kept for fewer bits on the 4000-step walk, nothing set aside", c, r.st.FallbackGrad)
+	if made.Compared != nil || r.st.FallbackGrad != nil {
+		t.Errorf("merged map: compared %+v, set aside %+v; want EM's map kept without a comparison, nothing set aside", made.Compared, r.st.FallbackGrad)
 	}
 	if !strings.Contains(out.String(), "finalised again by EM") || !strings.Contains(out.String(), "final.keep_merged=true") ||
-		!strings.Contains(out.String(), "validation walk") {
+		!strings.Contains(out.String(), "EM's map passes the test for merged places") {
 		t.Errorf("merged map: output does not say what it did and how to keep the map:\n%s", out.String())
 	}
 
