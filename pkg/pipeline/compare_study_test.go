@@ -25,18 +25,7 @@ func TestCompareMapsStudy(t *testing.T) {
 		t.Skip("a measurement: set COMPARE_RUNS")
 	}
 	for _, dir := range dirs {
-		res, err := LoadRun(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := loadData(res.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens, err := d.encodeAll(res.VQVAE)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, d, tokens := finishedRun(t, dir)
 		train := d.sequences(tokens)
 		held, err := NewHeldOut(res.Config, d.env)
 		if err != nil {

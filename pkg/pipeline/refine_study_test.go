@@ -49,18 +49,7 @@ func TestPseudoClassStudy(t *testing.T) {
 		}
 	}
 	for _, dir := range strings.Split(dirs, ",") {
-		res, err := LoadRun(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := loadData(res.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens, err := d.encodeAll(res.VQVAE)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, d, tokens := finishedRun(t, dir)
 		paths, _, err := chmm.ViterbiAll(res.HMM, d.sequences(tokens), 0)
 		if err != nil {
 			t.Fatal(err)

@@ -38,18 +38,7 @@ func TestTokenSplitStudy(t *testing.T) {
 		t.Skip("set SPLIT_RUNS to finished run directories")
 	}
 	for _, dir := range strings.Split(dirs, ",") {
-		res, err := LoadRun(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := loadData(res.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens, err := d.encodeAll(res.VQVAE)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, d, tokens := finishedRun(t, dir)
 		var zs [][]float32
 		for s := 0; s < len(d.allFrames); s += 4096 {
 			z, err := res.VQVAE.Latents(d.train.Floats(d.allFrames[s:min(s+4096, len(d.allFrames))], nil))
