@@ -157,7 +157,7 @@ const DefaultFoldCost = 0.5
 // the decision is taken once, on the model a training starts from, and a budget grown
 // by splitting starts each round small and grows it within the training (its plateau
 // splits, chmm.GradConfig.SplitRounds, each adding clones up to twice a token's), so
-// a pass at the training's end costs an order of magnitude more than at its start. A
+// a pass at the training's end can cost an order of magnitude more than at its start. A
 // fixed budget (FixedBudget) starts at its size, and keeps chmm.DefaultChunkAbove.
 const SplitChunkAbove = chmm.DefaultChunkAbove / 10
 

@@ -71,11 +71,17 @@ func (d *data) encodeShown(m *vqvae.Model, out io.Writer, phase string) ([]int, 
 
 // encodeFrames is encodeAll reporting the frames done to bar (nil: silent).
 func (d *data) encodeFrames(m *vqvae.Model, bar *progress.Bar) ([]int, error) {
+	return encodeBank(m, d.train, d.allFrames, bar)
+}
+
+// encodeBank returns the hard token under m of each of bank's images frames, encoded
+// in blocks (memory stays small), reporting the frames done to bar (nil: silent).
+func encodeBank(m *vqvae.Model, bank *dataset.Bank, frames []int, bar *progress.Bar) ([]int, error) {
 	const block = 4096
 	var out []int
 	var buf []float32
-	for s := 0; s < len(d.allFrames); s += block {
-		buf = d.train.Floats(d.allFrames[s:min(s+block, len(d.allFrames))], buf)
+	for s := 0; s < len(frames); s += block {
+		buf = bank.Floats(frames[s:min(s+block, len(frames))], buf)
 		t, _, err := m.Encode(buf)
 		if err != nil {
 			return nil, err
@@ -94,16 +100,9 @@ func (d *data) encodeFrames(m *vqvae.Model, bar *progress.Bar) ([]int, error) {
 func (d *data) validationWalk(cfg Config, vq *vqvae.Model) (chmm.Sequence, error) {
 	ep := d.env.Walk(gridworld.NewRand(cfg.Seed^0x7a11d_a7e), cfg.Eval.Steps)
 	frames := d.train.Frames(rand.New(rand.NewPCG(cfg.Seed, 0x7a11d)), ep.Obs)
-	const block = 4096
-	var tokens []int
-	var buf []float32
-	for s := 0; s < len(frames); s += block {
-		buf = d.train.Floats(frames[s:min(s+block, len(frames))], buf)
-		t, _, err := vq.Encode(buf)
-		if err != nil {
-			return chmm.Sequence{}, err
-		}
-		tokens = append(tokens, t...)
+	tokens, err := encodeBank(vq, d.train, frames, nil)
+	if err != nil {
+		return chmm.Sequence{}, err
 	}
 	return chmm.Sequence{Obs: tokens, Actions: ep.Actions}, nil
 }

@@ -142,7 +142,7 @@ func TestChoose(t *testing.T) {
 		r.valid = &valid
 		r.st.Made.Fallback = "reads as merged"
 		r.st.Made.Confusion, r.st.Made.HeldOutBits, r.st.Made.Doublings = c, []float64{0.5, 0.4}, 1
-		r.st.FallbackGrad = &fallbackGrad{Model: fallbackGradFile, Pruned: 3, GrowRounds: 1}
+		r.st.FallbackGrad = &fallbackGrad{Pruned: 3, GrowRounds: 1}
 		return r
 	}
 
@@ -234,7 +234,7 @@ func TestFallBackResumes(t *testing.T) {
 		if !finalByEM(cfg, &r.st.Made) {
 			t.Fatal("interrupted fallback: a resumed run would not go on by EM")
 		}
-		hmm, err = r.byEM(seqs, merged.K(), merged.NumActions, nil)
+		hmm, err = r.byEM(seqs, merged.K(), merged.NumActions, nil, nil)
 		return r, hmm, err
 	}
 	r0, want, err := run(0)

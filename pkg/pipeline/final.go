@@ -87,7 +87,7 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 	}
 	seqs := s.d.sequences(tokens)
 	if finalByEM(cfg, &f.st.Made) { // an EM fallback resumes as EM
-		hmm, err = f.byEM(seqs, hmm.K(), hmm.NumActions, j.VQ)
+		hmm, err = f.byEM(seqs, hmm.K(), hmm.NumActions, j.VQ, nil)
 	} else if hmm, err = f.gradient(seqs, share, hmm); err == nil && f.st.FinalGrad.FallBack && !cfg.Final.KeepMerged {
 		hmm, err = f.fallBack(hmm, seqs, j.VQ)
 	}
@@ -101,16 +101,18 @@ func finalise(s *session, ck *checkpoint, j *Joint) (*finalMap, error) {
 }
 
 // byEM is the EM finalisation of seqs (k tokens, numActions actions), or a fallback's
-// EM resumed: then EM's map is compared with the gradient map the state set aside
-// (FallbackGrad; choose, on a validation walk read by vq).
-func (f *finaliser) byEM(seqs []chmm.Sequence, k, numActions int, vq *vqvae.Model) (*chmm.Model, error) {
+// EM (begun or resumed): then choose keeps EM's map or the gradient map the state set
+// aside (FallbackGrad), grad, or where grad is nil the file fallbackGradFile, with a
+// validation walk read by vq.
+func (f *finaliser) byEM(seqs []chmm.Sequence, k, numActions int, vq *vqvae.Model, grad *chmm.Model) (*chmm.Model, error) {
 	hmm, err := f.em(seqs, k, numActions)
 	if err != nil || f.st.FallbackGrad == nil {
 		return hmm, err
 	}
-	grad, err := f.ck.loadModel(f.st.FallbackGrad.Model, k, numActions)
-	if err != nil {
-		return nil, err
+	if grad == nil {
+		if grad, err = f.ck.loadModel(fallbackGradFile, k, numActions); err != nil {
+			return nil, err
+		}
 	}
 	return f.choose(grad, hmm, seqs, vq)
 }
@@ -120,13 +122,13 @@ func (f *finaliser) byEM(seqs []chmm.Sequence, k, numActions int, vq *vqvae.Mode
 // walks seqs, reread: at most chmm.NoisyUnexplained of the steps surprise it where no
 // misread explains them) or the walks are too short to tell (fewer than
 // chmm.NoisyStepsPerClone steps per used clone: the verdict asks for more data).
-// Else the EM finalisation makes a map from the same walks, and choose keeps EM's
-// map or, where it reads as merged too, the one that predicts a validation walk read by
-// vq better (Config.Final.KeepMerged keeps hmm without EM). The switch is committed before EM begins, with its reason in the
-// state's Made.Fallback and hmm saved as the state's FallbackGrad, so that an
-// interrupted run resumes in EM and compares when it ends; the gradient
-// finalisation's runs and growth checks stay in the record, its pruning and budget
-// doublings are set aside with hmm.
+// Else the EM finalisation makes a map from the same walks, and choose keeps EM's map
+// or, where it reads as merged too, the one that predicts a validation walk read by vq
+// better (Config.Final.KeepMerged keeps hmm without EM). The switch is committed
+// before EM begins, with its reason in the state's Made.Fallback and hmm set aside
+// (FallbackGrad, fallbackGradFile), so that an interrupted run resumes in EM and
+// compares when it ends; the gradient finalisation's runs and growth checks stay in
+// the record, its pruning and budget doublings are set aside with hmm.
 func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Model) (*chmm.Model, error) {
 	dg, err := reread(hmm, seqs)
 	if err != nil {
@@ -137,7 +139,7 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Mo
 	}
 	f.st.Made.Fallback = fmt.Sprintf("the gradient finalisation's map (%d states) reads as merged: through a confusion matrix fitted to it, %.2f%% of the training steps surprise it more than %d steps after a miss (more than %.2f%%)",
 		hmm.N(), 100*dg.Unexplained(), chmm.NoisyAftermath, 100*chmm.NoisyUnexplained)
-	f.st.FallbackGrad = &fallbackGrad{Model: fallbackGradFile, Pruned: f.st.Made.Pruned, GrowRounds: f.st.Made.GrowRounds}
+	f.st.FallbackGrad = &fallbackGrad{Pruned: f.st.Made.Pruned, GrowRounds: f.st.Made.GrowRounds}
 	f.st.Made.Pruned, f.st.Made.GrowRounds = 0, 0
 	f.st.FinalGrad = nil
 	if f.ck.saves() { // runs without a directory (studies) keep nothing
@@ -154,11 +156,7 @@ func (f *finaliser) fallBack(hmm *chmm.Model, seqs []chmm.Sequence, vq *vqvae.Mo
 	if f.s.out != nil {
 		fmt.Fprintf(f.s.out, "finalisation: %s; finalised again by EM through a learned confusion matrix (--set final.keep_merged=true keeps this one)\n", f.st.Made.Fallback)
 	}
-	em, err := f.em(seqs, hmm.K(), hmm.NumActions)
-	if err != nil {
-		return nil, err
-	}
-	return f.choose(hmm, em, seqs, vq)
+	return f.byEM(seqs, hmm.K(), hmm.NumActions, vq, hmm)
 }
 
 // choose returns the map the fallback keeps of its two maps of the same tokens, grad
@@ -398,8 +396,8 @@ func (st *runState) finalFiles() []string {
 			}
 		}
 	}
-	if g := st.FallbackGrad; g != nil {
-		names = append(names, g.Model)
+	if st.FallbackGrad != nil {
+		names = append(names, fallbackGradFile)
 	}
 	if g := st.FinalGrad; g != nil {
 		for _, name := range []string{g.Model, g.Training} {

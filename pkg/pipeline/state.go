@@ -112,8 +112,9 @@ type runState struct {
 	// training (nil: none, or the finalisation is FinalEM): a resumed run goes on from it.
 	FinalGrad *finalGradState
 	// FallbackGrad, while EM finalises again a gradient map that read as merged
-	// (finaliser.fallBack), is that map, kept to be compared with EM's when EM ends;
-	// nil otherwise, and in a fallback begun before it (EM's map is then kept).
+	// (finaliser.fallBack), is that map's record; the map is the file
+	// fallbackGradFile, kept to be compared with EM's when EM ends. Nil otherwise, and
+	// in a fallback begun before it (EM's map is then kept).
 	FallbackGrad *fallbackGrad
 
 	// Refinement (refine.go): its progress, nil before it starts and after it ends.
@@ -224,12 +225,12 @@ type finalGradState struct {
 	Training string
 }
 
-// fallbackGrad is the gradient finalisation's map while the fallback's EM runs: its
-// file, and its record that EM's map does not share (restored if it is kept).
+// fallbackGrad is what the fallback sets aside of the gradient finalisation's map
+// while its EM runs, besides the map itself (fallbackGradFile): the record that EM's
+// map does not share, restored if the gradient map is kept.
 type fallbackGrad struct {
-	Model      string // model file (fallbackGradFile)
-	Pruned     int    // Made.Pruned
-	GrowRounds int    // Made.GrowRounds
+	Pruned     int // Made.Pruned
+	GrowRounds int // Made.GrowRounds
 }
 
 // fallbackGradFile is the gradient finalisation's map while the fallback's EM runs.
