@@ -30,8 +30,9 @@ const (
 	FinalGradient = "gradient"
 	// FinalEM trains the map by EM through a learned token confusion matrix C, from one
 	// clone per token split in two while the held-out end of the training walks
-	// improves (FinalConfig.SplitRounds): a misread token is explained by C instead of
-	// by a clone.
+	// improves (FinalConfig.SplitRounds), after the first split only the clones that
+	// used both copies of their last split: a misread token is explained by C instead
+	// of by a clone.
 	FinalEM = "em"
 )
 

@@ -30,6 +30,13 @@ type emRounds struct {
 	bestBits          float64
 	bestRound, missed int
 	resume            *chmm.EMState // the first round's EM in progress, after a resume
+
+	// Under finalEMState.Selective: the pairs of the round's start (finalEMState.Siblings),
+	// and, between a round's judge and its split, the clones of the kept map to split and
+	// the kept map they mark.
+	siblings []int
+	split    []bool
+	keptMap  *chmm.Model
 }
 
 // em is the finalisation by EM through a learned confusion matrix (FinalEM). From one
@@ -42,12 +49,18 @@ type emRounds struct {
 // round ends once chmm.DefaultStopGain is no longer gained per E-step (a finalisation
 // begun before them goes on as it began: pieces, plain EM, Final.Iters a round; see
 // finalEMState.Segments). C starts as startConfusion makes it; entries below
-// ConfusionMin are dropped after each round. Then the clones holding
-// at least chmm.UsedShare of their token's expected visits are kept and split in two,
-// and EM trains on, until the held-out ends of the walks (scored given their starts,
-// under C) have missed a gain of SplitGain bits per step over the best so far
-// SplitPatience rounds in a row, or Final.SplitRounds split rounds are done. The map with
-// the cheapest held-out ends is kept, with its C in the state's Made.Confusion.
+// ConfusionMin are dropped after each round. Then the clones holding at least
+// chmm.UsedShare of their token's expected visits are kept, and those of them whose copy
+// from the last split was kept too are split in two (after round 0, which has no
+// copies, every kept clone); a clone whose copy went unused, or that was not split,
+// stays one. Where a round that split only some clones gains less than SplitGain, or no
+// clone kept both copies, the next round splits every kept clone
+// (finalEMState.Selective; a finalisation begun before splits every kept clone every
+// round). EM trains on, until the held-out ends of the walks (scored given their
+// starts, under C) have missed a gain of SplitGain bits per step over the best so far
+// SplitPatience rounds in a row that split every clone, or Final.SplitRounds split
+// rounds are done. The map with the cheapest held-out ends is kept, with its C in the
+// state's Made.Confusion.
 func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, error) {
 	cfg := f.s.cfg
 	e := &emRounds{f: f, seqs: seqs, src: rand.NewPCG(cfg.Seed, 0x5b1e), bestBits: math.Inf(1)}
@@ -66,6 +79,9 @@ func (f *finaliser) em(seqs []chmm.Sequence, k, numActions int) (*chmm.Model, er
 		e.patience = h.patience
 	}
 	g := chmm.GrowBySplitting{Train: e.trainRound, Judge: e.judge, AfterSplit: e.afterSplit, Noise: 0.1, Rand: rng}
+	if e.s.Selective {
+		g.Choose = e.choose
+	}
 	if _, _, err := g.Run(e.s.Round, m); err != nil {
 		return nil, err
 	}
@@ -79,13 +95,15 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	s := f.st.FinalEM
 	if s == nil {
-		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience, EarlyMiss: true}
+		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience, EarlyMiss: true, Selective: true}
 		if h := f.s.hooks; h != nil && h.legacyEM {
 			e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
 		} else if h != nil && h.preStops {
-			e.s.Patience, e.s.EarlyMiss = 0, false
+			e.s.Patience, e.s.EarlyMiss, e.s.Selective = 0, false, false
 		} else if h != nil && h.noEarlyMiss {
-			e.s.EarlyMiss = false
+			e.s.EarlyMiss, e.s.Selective = false, false
+		} else if h != nil && h.splitAll {
+			e.s.Selective = false
 		}
 		var rare []int
 		e.conf, rare = startConfusion(e.seqs, k)
@@ -113,7 +131,7 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 			return nil, fmt.Errorf("pipeline: finalisation: resuming round %d: %w", s.Round, err)
 		}
 	}
-	e.conf, e.bestConf, e.bestBits, e.bestRound, e.missed = s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed
+	e.conf, e.bestConf, e.bestBits, e.bestRound, e.missed, e.siblings = s.Conf, s.BestConf, s.BestBits, s.BestRound, s.Missed, s.Siblings
 	within := ""
 	if s.Training != "" {
 		e.resume = new(chmm.EMState)
@@ -189,10 +207,15 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 			return chmm.SplitJudgement{}, err
 		}
 	}
-	if e.bestBits-bits < SplitGain {
-		e.missed++
-	} else {
+	// Under Selective a round that split only some clones and missed is no miss yet:
+	// the next round splits every kept clone (a chain of alike clones may need all its
+	// copies at once), and only a round that split them all counts.
+	missed, full := e.bestBits-bits < SplitGain, !e.s.Selective || fullSplit(m, e.siblings)
+	switch {
+	case !missed:
 		e.missed = 0
+	case full:
+		e.missed++
 	}
 	if bits < e.bestBits {
 		e.best, e.bestConf, e.bestBits, e.bestRound = m.Clone(), e.conf, bits, round
@@ -209,18 +232,100 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
 	}
 	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
-	if steps, least := stepsOf(e.train), e.minSteps(); why == "" && e.s.Patience != 0 && steps < least*(2*kept+1) {
-		why = fmt.Sprintf("the walks' %d steps are fewer than %d per state of another split (%d): the map of round %d kept", steps, least, 2*kept+1, e.bestRound)
+	nsplit, splits := kept, "split in two"
+	e.split = nil
+	if e.s.Selective {
+		e.split, nsplit = pairsKept(m, keep, e.siblings)
+		switch {
+		case missed:
+			e.split, nsplit = pairsKept(m, keep, nil)
+			splits = "no gain from some clones split: every kept clone split in two"
+		case nsplit == 0:
+			e.split, nsplit = pairsKept(m, keep, nil)
+			splits = "no clone kept both copies of its last split: every kept clone split in two"
+		case nsplit < kept:
+			splits = fmt.Sprintf("the %d that kept both copies of their last split split in two", nsplit)
+		}
+	}
+	if steps, least := stepsOf(e.train), e.minSteps(); why == "" && e.s.Patience != 0 && steps < least*(kept+nsplit+1) {
+		why = fmt.Sprintf("the walks' %d steps are fewer than %d per state of another split (%d): the map of round %d kept", steps, least, kept+nsplit+1, e.bestRound)
 	}
 	if out := f.s.out; out != nil {
 		fmt.Fprintf(out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
 		if why != "" {
-			fmt.Fprintf(out, ": %s\n", why)
-		} else {
-			fmt.Fprintf(out, ": split in two\n")
+			splits = why
 		}
+		fmt.Fprintf(out, ": %s\n", splits)
 	}
 	return chmm.SplitJudgement{Stop: why, Keep: keep}, nil
+}
+
+// pairsKept marks, on the map m pruned to keep, the clones to split under
+// finalEMState.Selective: those whose state s of m has a sibling (the other copy of its
+// last split, siblings[s]) that is kept too; every kept clone where siblings is nil
+// (round 0, or a first split). A clone whose copy went unused, and a clone not split
+// last time, stays as it is: its token's walks did not need a second copy of it. n
+// counts the clones marked.
+func pairsKept(m *chmm.Model, keep []bool, siblings []int) (split []bool, n int) {
+	tokens := m.StateTokens()
+	for s, k := range keep {
+		if !k {
+			continue
+		}
+		mark := tokens[s] >= 0 && (siblings == nil || (siblings[s] >= 0 && keep[siblings[s]]))
+		split = append(split, mark)
+		if mark {
+			n++
+		}
+	}
+	return split, n
+}
+
+// fullSplit says whether the round that trained m started from a split of every clone
+// (siblings pair every clone of a token with another) or from one clone per token
+// (siblings nil).
+func fullSplit(m *chmm.Model, siblings []int) bool {
+	if siblings == nil {
+		return true
+	}
+	for s, k := range m.StateTokens() {
+		if k >= 0 && siblings[s] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// choose returns the clones of the kept map to split that the judge marked
+// (chmm.GrowBySplitting.Choose, under finalEMState.Selective).
+func (e *emRounds) choose(round int, kept *chmm.Model) ([]bool, error) {
+	if len(e.split) != kept.N() {
+		return nil, fmt.Errorf("pipeline: finalisation: round %d: %d clones marked to split, the kept map has %d", round, len(e.split), kept.N())
+	}
+	e.keptMap = kept
+	return e.split, nil
+}
+
+// splitSiblings returns, for each state of next (chmm.SplitSome of kept by split, nil:
+// every clone), the state its split paired it with, -1 where none: SplitSome puts each
+// token's copies after its clones, in the order of the clones split.
+func splitSiblings(kept, next *chmm.Model, split []bool) []int {
+	sib := make([]int, next.N())
+	for i := range sib {
+		sib[i] = -1
+	}
+	for k := range kept.K() {
+		from, to, c := kept.FirstState(k), next.FirstState(k), kept.Clones[k]
+		j := 0
+		for i := range c {
+			if split == nil || split[from+i] {
+				a, b := to+i, to+c+j
+				sib[a], sib[b] = b, a
+				j++
+			}
+		}
+	}
+	return sib
 }
 
 // heldOutBits returns the held-out ends of the walks under m read through conf, in bits
@@ -336,6 +441,10 @@ func (e *emRounds) keep(round int) {
 func (e *emRounds) afterSplit(next int, m *chmm.Model) error {
 	e.keep(next)
 	s, f := e.s, e.f
+	if s.Selective {
+		e.siblings = splitSiblings(e.keptMap, m, e.split)
+		s.Siblings = e.siblings
+	}
 	s.Training = ""
 	if !f.ck.saves() {
 		return nil

@@ -202,6 +202,9 @@ type hooks struct {
 	preStops bool
 	// noEarlyMiss begins an EM finalisation as one begun before finalEMState.EarlyMiss.
 	noEarlyMiss bool
+	// splitAll begins an EM finalisation as one begun before finalEMState.Selective:
+	// every split splits every kept clone.
+	splitAll bool
 	// missMargin, if positive, MissMargin.
 	missMargin float64
 	// emRound sees each EM finalisation round's trained map and its confusion matrix

@@ -695,6 +695,10 @@ func TestFinalEMResumesIdentically(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(b, "final-em-*.model")); len(m) != 2 {
 		t.Errorf("checkpoint files %v, want the start of round 1 and the best map", m)
 	}
+	// Round 1's split pairs are in the checkpoint: its judge reads them.
+	if start, err := chmm.Load(filepath.Join(b, st.FinalEM.Start)); err != nil || !st.FinalEM.Selective || len(st.FinalEM.Siblings) != start.N() {
+		t.Errorf("checkpoint: selective %v, %d pairs for the start of round 1 (%v)", st.FinalEM.Selective, len(st.FinalEM.Siblings), err)
+	}
 	refusesDamaged(t, b, st.FinalEM.Start, cfg)
 	var resumed strings.Builder
 	repB, err := Run(context.Background(), b, cfg, &resumed)

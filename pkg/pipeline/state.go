@@ -190,6 +190,14 @@ type finalEMState struct {
 	// before that stop, which goes on without it.
 	EarlyMiss bool
 	Checks    []heldOutCheck
+	// Selective: a split splits only the kept clones whose copies from the split
+	// before were both kept, and every kept clone after round 0 and after a round that
+	// split only some and missed SplitGain (only a round that split every clone counts
+	// towards Patience). Siblings holds, for each state of the next round's start, the
+	// state its last split paired it with (-1: none; nil: round 0). false: a
+	// finalisation begun before, which goes on splitting every kept clone.
+	Selective bool
+	Siblings  []int
 	RNG       []byte // the splits' generator (rand.PCG.MarshalBinary)
 	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
 	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
