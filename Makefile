@@ -134,20 +134,22 @@ reproduce-bigger-pixels: build
 		GOMAXPROCS=1 $(BIN) train --env tiled --seed $$s --run runs/$$r && cp runs/$$r/report.json results/bigger/$$r.json || exit 1; \
 	done
 
-# Rooms of our own of 100 places or more (layouts/random_12x12.txt), seeds SEEDS, with no flag but
-# --layout and --seed: the data size, clone budget and settings the pipeline chooses for the world; from
-# symbols (the default trainer) and from MNIST pixels (about an hour a run on two cores). Reports are
-# copied to results/world/; an interrupted run resumes with the same command.
 # Three 52-place rooms with one class at more than half of the places (results/notes/budget.md), MNIST, defaults.
 reproduce-rooms52: build
 	for s in $(SEEDS); do for r in floor52 empty52 three52; do \
 		$(BIN) train --layout layouts/$$r.txt --seed $$s && cp runs/$${r}_mnist_seed$$s/report.json results/rooms52/$${r}_mnist_seed$$s.json || exit 1; \
 	done; done
 
+# Rooms of our own of 100 places or more (layouts/$(WORLD).txt: random_12x12, 144 places, or
+# random_20x20, 400), seeds SEEDS, with no flag but --layout and --seed: the data size, clone budget and
+# settings the pipeline chooses for the world; from symbols (the default trainer) and from MNIST pixels
+# (about an hour a run of random_12x12 on two cores). Reports are copied to results/world/; an
+# interrupted run resumes with the same command.
+WORLD ?= random_12x12
 reproduce-world: build
 	for s in $(SEEDS); do \
-		$(BIN) symbolic --layout layouts/random_12x12.txt --seed $$s --json results/world/random_12x12_gradient_seed$$s.json || exit 1; \
-		$(BIN) train --layout layouts/random_12x12.txt --seed $$s && cp runs/random_12x12_mnist_seed$$s/report.json results/world/random_12x12_mnist_seed$$s.json || exit 1; \
+		$(BIN) symbolic --layout layouts/$(WORLD).txt --seed $$s --json results/world/$(WORLD)_gradient_seed$$s.json || exit 1; \
+		$(BIN) train --layout layouts/$(WORLD).txt --seed $$s && cp runs/$(WORLD)_mnist_seed$$s/report.json results/world/$(WORLD)_mnist_seed$$s.json || exit 1; \
 	done
 
 # The VQ-VAE alone (warm-up only, no labels): aliased and two_rooms x MNIST and Fashion-MNIST x

@@ -272,8 +272,9 @@ type FinalConfig struct {
 	// PlateauSplits is the gradient trainer's clone-splitting rounds at plateaus (5);
 	// 0: none.
 	PlateauSplits int `json:"plateau_splits" range:"[0,100]" help:"gradient: clone-splitting rounds at plateaus"`
-	// SplitRounds bounds FinalEM's split rounds (DefaultSplitRounds); 0: one clone per
-	// token.
+	// SplitRounds bounds FinalEM's splits of every kept clone (DefaultSplitRounds; the
+	// rounds between them that split only the clones that used both copies are not
+	// counted); 0: one clone per token.
 	SplitRounds int `json:"split_rounds" range:"[0,16]" help:"em: most rounds of splitting every clone in two"`
 	// BudgetDoublings lets the gradient finalisation's budget size itself: where twice
 	// the budget predicts held-out ends of the training walks better (GrowGain bits per

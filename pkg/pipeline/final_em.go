@@ -36,6 +36,7 @@ type emRounds struct {
 	// the kept map they mark.
 	siblings []int
 	split    []bool
+	nextFull bool // the split marks every kept clone
 	keptMap  *chmm.Model
 }
 
@@ -224,7 +225,7 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 	switch {
 	case e.missed == e.patience:
 		why = fmt.Sprintf("%d round(s) without a gain of %g bits: the map of round %d kept", e.missed, SplitGain, e.bestRound)
-	case round == cfg.Final.SplitRounds:
+	case !e.s.Selective && round == cfg.Final.SplitRounds:
 		why = fmt.Sprintf("%d split rounds done: the map of round %d kept", round, e.bestRound)
 	}
 	visits, err := chmm.ExpectedVisits(m, e.train, e.conf, 0)
@@ -233,7 +234,7 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 	}
 	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
 	nsplit, splits := kept, "split in two"
-	e.split = nil
+	e.split, e.nextFull = nil, true
 	if e.s.Selective {
 		e.split, nsplit = pairsKept(m, keep, e.siblings)
 		switch {
@@ -245,6 +246,10 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 			splits = "no clone kept both copies of its last split: every kept clone split in two"
 		case nsplit < kept:
 			splits = fmt.Sprintf("the %d that kept both copies of their last split split in two", nsplit)
+			e.nextFull = false
+		}
+		if why == "" && e.nextFull && e.s.FullSplits == cfg.Final.SplitRounds {
+			why = fmt.Sprintf("%d splits of every clone done: the map of round %d kept", e.s.FullSplits, e.bestRound)
 		}
 	}
 	if steps, least := stepsOf(e.train), e.minSteps(); why == "" && e.s.Patience != 0 && steps < least*(kept+nsplit+1) {
@@ -444,6 +449,9 @@ func (e *emRounds) afterSplit(next int, m *chmm.Model) error {
 	if s.Selective {
 		e.siblings = splitSiblings(e.keptMap, m, e.split)
 		s.Siblings = e.siblings
+		if e.nextFull {
+			s.FullSplits++
+		}
 	}
 	s.Training = ""
 	if !f.ck.saves() {

@@ -195,10 +195,13 @@ type finalEMState struct {
 	// split only some and missed SplitGain (only a round that split every clone counts
 	// towards Patience). Siblings holds, for each state of the next round's start, the
 	// state its last split paired it with (-1: none; nil: round 0). false: a
-	// finalisation begun before, which goes on splitting every kept clone.
-	Selective bool
-	Siblings  []int
-	RNG       []byte // the splits' generator (rand.PCG.MarshalBinary)
+	// finalisation begun before, which goes on splitting every kept clone. Under
+	// Selective, Final.SplitRounds bounds the splits of every clone, FullSplits counting
+	// them, not the rounds.
+	Selective  bool
+	Siblings   []int
+	FullSplits int
+	RNG        []byte // the splits' generator (rand.PCG.MarshalBinary)
 	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
 	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
 	// or Best file: its start is chmm.New's from the config's seed.
