@@ -53,6 +53,10 @@ type Training struct {
 	// the held-out ends of the training walks after each split round, from one clone
 	// per token; Doublings is the round kept.
 	HeldOutBits []float64 `json:"held_out_bits,omitempty"`
+	// SplitSome are the rounds of HeldOutBits that started from a split of only some
+	// clones (those that used both copies of their last split); the others started
+	// from a split of every kept clone, or from one clone per token (round 0).
+	SplitSome []int `json:"split_some,omitempty"`
 	// Fallback, from pixels, says why the gradient finalisation's map was finalised
 	// again by EM through a learned confusion matrix (pipeline.FinalConfig.KeepMerged);
 	// "" when it was not. The runs before it are the gradient finalisation's.

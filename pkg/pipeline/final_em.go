@@ -111,7 +111,7 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 		if len(rare) > 0 && f.s.out != nil {
 			fmt.Fprintf(f.s.out, "token(s) %v show on fewer than %d training steps: read as misreads of the others, they hold no place\n", rare, chmm.NoisyStepsPerClone)
 		}
-		f.st.Made.HeldOutBits = nil
+		f.st.Made.HeldOutBits, f.st.Made.SplitSome = nil, nil
 		return chmm.New(chmm.UniformClones(k, 1), numActions, rand.New(rand.NewPCG(cfg.Seed, 0xf1a1))), nil
 	}
 	e.s = s
@@ -212,6 +212,9 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 	// the next round splits every kept clone (a chain of alike clones may need all its
 	// copies at once), and only a round that split them all counts.
 	missed, full := e.bestBits-bits < SplitGain, !e.s.Selective || fullSplit(m, e.siblings)
+	if !full {
+		f.st.Made.SplitSome = append(f.st.Made.SplitSome, round)
+	}
 	switch {
 	case !missed:
 		e.missed = 0

@@ -192,4 +192,13 @@ func TestFinalEMSplitsSelectively(t *testing.T) {
 	if !partial {
 		t.Errorf("no round split only some of its clones:\n%s", out.String())
 	}
+	var some []int // the rounds whose start split only some clones, as the report records them
+	for i := 1; i < len(rounds); i++ {
+		if rounds[i-1].split < rounds[i-1].used {
+			some = append(some, i)
+		}
+	}
+	if got := f.st.Made.SplitSome; !slices.Equal(got, some) {
+		t.Errorf("training.split_some %v, want %v", got, some)
+	}
 }
