@@ -22,6 +22,7 @@ type roundProblem struct {
 	places []int
 	m      *Model
 	conf   [][]float64
+	before *Model // m before its last split (the last round's kept clones)
 }
 
 func newRoundProblem(tb testing.TB, steps int) *roundProblem {
@@ -63,6 +64,7 @@ func newRoundProblem(tb testing.TB, steps int) *roundProblem {
 	short := []Sequence{{Obs: seq.Obs[:n], Actions: seq.Actions[:n-1]}}
 	m := New(UniformClones(k, 1), 4, rand.New(rand.NewPCG(1, 0xf1a1)))
 	split := rand.New(rand.NewPCG(1, 0x5b1e))
+	var before *Model
 	for range 5 {
 		h, err := TrainEM(m, short, EMConfig{MaxIters: 150, Pseudocount: 2e-3, Tol: -1, FixedPi: true,
 			Confusion: conf, LearnConfusion: true, ConfusionBeam: 1e-4})
@@ -79,11 +81,12 @@ func newRoundProblem(tb testing.TB, steps int) *roundProblem {
 		if m, _, err = Prune(m, keep); err != nil {
 			tb.Fatal(err)
 		}
+		before = m
 		if m, err = SplitAll(m, 0.1, split); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	return &roundProblem{seq: seq, places: ep.Places, m: m, conf: conf}
+	return &roundProblem{seq: seq, places: ep.Places, m: m, conf: conf, before: before}
 }
 
 // cutPieces cuts seq into n pieces of near-equal length, each a sequence of its own
