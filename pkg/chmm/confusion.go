@@ -102,15 +102,17 @@ func (p *params) setConfusion(c [][]float64, beam float64) {
 		p.maxActive = max(p.maxActive, off)
 		p.maxCands = max(p.maxCands, len(p.cands[o]))
 	}
-	p.rowTok = make([]float64, p.a*p.n*k)
-	for r := range p.a * p.n {
-		row := p.trans[r*p.n : (r+1)*p.n]
-		for kk := range k {
-			var m float64
-			for _, v := range row[p.first[kk] : p.first[kk]+p.size[kk]] {
-				m += v
+	p.rowTok = make([]float64, p.a*k*p.n)
+	for a := range p.a {
+		for i := range p.n {
+			row := p.trans[(a*p.n+i)*p.n : (a*p.n+i+1)*p.n]
+			for kk := range k {
+				var m float64
+				for _, v := range row[p.first[kk] : p.first[kk]+p.size[kk]] {
+					m += v
+				}
+				p.rowTok[(a*k+kk)*p.n+i] = m
 			}
-			p.rowTok[r*k+kk] = m
 		}
 	}
 }
@@ -187,10 +189,7 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 		}
 		w.scale[t] = c
 		ll += math.Log(c)
-		inv := 1 / c
-		for j := range cur {
-			cur[j] *= inv
-		}
+		scale(cur, 1/c)
 		if t+1 == len(obs) {
 			return ll, 0, true
 		}
@@ -204,9 +203,9 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 				if !live[ci] {
 					continue
 				}
-				r := p.rowTok[(acts[t]*p.n+p.first[src.k])*kk+dst.k:]
+				r := p.rowTok[(acts[t]*kk+dst.k)*p.n+p.first[src.k]:][:p.size[src.k]]
 				for i, v := range cur[src.off : src.off+p.size[src.k]] {
-					pm += v * r[i*kk]
+					pm += v * r[i]
 				}
 			}
 			w.mass[di] = dst.w * pm
@@ -226,9 +225,7 @@ func (p *params) forwardConf(seq Sequence, init []float64, w *fbWork) (float64, 
 				off, _, _ := p.block(acts[t], src.k, dst.k)
 				vecMat(seg, cur[src.off:src.off+p.size[src.k]], p.trans[off:], p.n)
 			}
-			for j := range seg {
-				seg[j] *= dst.w
-			}
+			scale(seg, dst.w)
 		}
 	}
 }
@@ -297,10 +294,7 @@ func (p *params) expectConfFrom(seq Sequence, e *segEnds, w *fbWork, acc *accum)
 		}
 		inv := 1 / w.scale[t+1]
 		for _, c := range p.cands[obs[t+1]] {
-			f := c.w * inv
-			for j := range b[c.off : c.off+p.size[c.k]] {
-				b[c.off+j] *= f
-			}
+			scale(b[c.off:c.off+p.size[c.k]], c.w*inv)
 		}
 		if grouped {
 			copy(w.betaAll[w.off[t+1]:w.off[t+2]], b)
@@ -327,9 +321,7 @@ func (p *params) expectConfFrom(seq Sequence, e *segEnds, w *fbWork, acc *accum)
 				} else {
 					matVecCount(tmp, b[dst.off:dst.off+p.size[dst.k]], p.trans[off:], p.n, cur[src.off:src.off+rows], acc.counts[off:])
 				}
-				for i, v := range tmp {
-					out[i] += v
-				}
+				addTo(out, tmp)
 			}
 		}
 		w.beta, w.prev = w.prev, w.beta

@@ -34,7 +34,7 @@ type params struct {
 	active    []int
 	maxActive int
 	maxCands  int       // max_o |cands[o]|
-	rowTok    []float64 // Σ_{j ∈ clones(k)} T[a,i,j], [A][N][K]
+	rowTok    []float64 // Σ_{j ∈ clones(k)} T[a,i,j], [A][K][N]
 	beam      float64   // drop a candidate holding less than this share of α̂_t (confusion.go)
 
 	workers int // goroutines of the dense passes over T (dense.go; <= 0: GOMAXPROCS)

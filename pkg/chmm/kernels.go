@@ -30,6 +30,22 @@ func (s kernelSet) String() string {
 // why). The sums of the recursions depend on it, to rounding.
 func KernelSet() string { return inUse.String() }
 
+// scaleGo multiplies x by f in place: x[i] *= f. Every set's scale and addTo give the
+// same bits (one rounding per element, no fused operation).
+func scaleGo(x []float64, f float64) {
+	for i := range x {
+		x[i] *= f
+	}
+}
+
+// addToGo adds src to dst: dst[i] += src[i] for i < len(src).
+func addToGo(dst, src []float64) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
 // vecMatGo adds coef · M to dst: dst[j] += Σ_i coef[i] M[i, j], with
 // M[i, j] = mat[i*stride+j], j < len(dst).
 func vecMatGo(dst, coef, mat []float64, stride int) {

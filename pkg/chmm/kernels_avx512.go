@@ -191,3 +191,27 @@ func addCountsAVX512(coef, b, mat []float64, stride int, counts []float64) {
 		}
 	}
 }
+
+// scaleAVX512 is scaleGo: x[i] *= f.
+func scaleAVX512(x []float64, f float64) {
+	n8 := len(x) &^ 7
+	v := archsimd.BroadcastFloat64x8(f)
+	for i := 0; i < n8; i += 8 {
+		archsimd.LoadFloat64x8(x[i:]).Mul(v).Store(x[i:])
+	}
+	for i := n8; i < len(x); i++ {
+		x[i] *= f
+	}
+}
+
+// addToAVX512 is addToGo: dst[i] += src[i] for i < len(src).
+func addToAVX512(dst, src []float64) {
+	dst = dst[:len(src)]
+	n8 := len(src) &^ 7
+	for i := 0; i < n8; i += 8 {
+		archsimd.LoadFloat64x8(dst[i:]).Add(archsimd.LoadFloat64x8(src[i:])).Store(dst[i:])
+	}
+	for i := n8; i < len(src); i++ {
+		dst[i] += src[i]
+	}
+}

@@ -8,6 +8,8 @@ var (
 	matVec      = matVecGo
 	matVecCount = matVecCountGo
 	addCounts   = addCountsGo
+	scale       = scaleGo
+	addTo       = addToGo
 	inUse       = kernelsGo
 )
 

@@ -21,6 +21,8 @@ var (
 	matVec      = matVecGo
 	matVecCount = matVecCountGo
 	addCounts   = addCountsGo
+	scale       = scaleGo // the vector scale and addTo: AVX-512's only (AVX2's set keeps Go's)
+	addTo       = addToGo
 	hasAVX      = archsimd.X86.AVX()
 	hasAVX512   = archsimd.X86.AVX512()
 	hasAVX2     = archsimd.X86.AVX2() && archsimd.X86.FMA()
@@ -66,10 +68,13 @@ func setKernels(s kernelSet) {
 	switch s {
 	case kernelsAVX512:
 		vecMat, matVec, matVecCount, addCounts = vecMatAVX512, matVecAVX512, matVecCountAVX512, addCountsAVX512
+		scale, addTo = scaleAVX512, addToAVX512
 	case kernelsAVX2:
 		vecMat, matVec, matVecCount, addCounts = vecMatAVX2, matVecAVX2, matVecCountAVX2, addCountsAVX2
+		scale, addTo = scaleGo, addToGo
 	default:
 		vecMat, matVec, matVecCount, addCounts = vecMatGo, matVecGo, matVecCountGo, addCountsGo
+		scale, addTo = scaleGo, addToGo
 	}
 }
 

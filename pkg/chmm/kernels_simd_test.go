@@ -14,6 +14,7 @@ func TestKernelsAVX512(t *testing.T) {
 		t.Skip("no AVX-512 on this CPU")
 	}
 	testKernels(t, vecMatAVX512, matVecAVX512, matVecCountAVX512, addCountsAVX512)
+	testElementwise(t, scaleAVX512, addToAVX512)
 }
 
 // TestKernelsAVX2 checks the AVX2 kernels wherever the CPU has AVX2 and FMA.

@@ -2,6 +2,8 @@ package chmm
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 )
 
@@ -99,6 +101,43 @@ func TestKernels(t *testing.T) {
 	}
 	for _, k := range []kernels{{vecMatGo, matVecGo, matVecCountGo, addCountsGo}, {vecMat, matVec, matVecCount, addCounts}} {
 		testKernels(t, k.vecMat, k.matVec, k.matVecCount, k.addCounts)
+	}
+	testElementwise(t, scaleGo, addToGo)
+	testElementwise(t, scale, addTo)
+}
+
+// testElementwise checks scale and addTo against the plain loops bit for bit, for
+// lengths that exercise the 8-wide vectors and the tails, addTo with a longer dst
+// whose tail it must leave alone.
+func testElementwise(t *testing.T, scale func(x []float64, f float64), addTo func(dst, src []float64)) {
+	t.Helper()
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 23, 70} {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = (float64((i*7)%11) - 3.3) / 7
+		}
+		const f = 0.1 / 3
+		got := slices.Clone(x)
+		scale(got, f)
+		for i, v := range x {
+			if w := v * f; math.Float64bits(got[i]) != math.Float64bits(w) {
+				t.Fatalf("scale, n = %d: x[%d] = %v, want %v", n, i, got[i], w)
+			}
+		}
+		dst := make([]float64, n+3)
+		for i := range dst {
+			dst[i] = float64(i) / 3
+		}
+		want := slices.Clone(dst)
+		for i, v := range x {
+			want[i] += v
+		}
+		addTo(dst, x)
+		for i := range dst {
+			if math.Float64bits(dst[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("addTo, n = %d: dst[%d] = %v, want %v", n, i, dst[i], want[i])
+			}
+		}
 	}
 }
 
