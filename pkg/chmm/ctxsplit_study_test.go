@@ -170,7 +170,7 @@ func splitByContext(m *Model, seq Sequence, path []int, rng *rand.Rand) (*Model,
 			for a := range na {
 				row := split.ThetaLogits[(a*nn+st)*nn : (a*nn+st+1)*nn]
 				// the clone's own row as probabilities, mixed with the group's moves
-				lz := logSumExpSlice(row)
+				lz := logSumExp(row)
 				var gtot float64
 				for o, v := range outs[c][k] {
 					if o.a == a {
@@ -214,21 +214,6 @@ func logAdd(a, b float64) float64 {
 		a, b = b, a
 	}
 	return a + math.Log1p(math.Exp(b-a))
-}
-
-func logSumExpSlice(x []float64) float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	if math.IsInf(mx, -1) {
-		return mx
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(v - mx)
-	}
-	return mx + math.Log(s)
 }
 
 // TestContextSplitStudy is a measurement, not a check (skipped unless CTXSPLIT is

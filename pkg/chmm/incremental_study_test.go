@@ -39,42 +39,8 @@ func (inc *incremental) batch(p *params, seqs []Sequence, gs []int) error {
 	s := inc.s
 	ns := len(s.segs)
 	err := parallel(len(gs), len(gs), func(w, i int) error {
-		g := gs[i]
-		sg := s.segs[g]
-		seq := seqs[sg.seq]
-		next := g+1 < ns && s.segs[g+1].seq == sg.seq
-		end := sg.hi
-		if next {
-			end++
-		}
-		sub := Sequence{Obs: seq.Obs[sg.lo:end], Actions: seq.Actions[sg.lo : end-1]}
-		e := &segEnds{first: sg.lo == 0, next: next, tail: s.beta[g]}
-		if !e.first {
-			e.beta = s.nextBeta[g-1]
-		}
-		if next {
-			e.alpha = s.nextAlpha[g+1]
-		}
-		acc := inc.accs[g]
-		resetAccums([]*accum{acc})
-		if !e.first {
-			e.init = s.init[w]
-			if a := s.alpha[g]; a != nil {
-				p.propagate(e.init, a, seq.Actions[sg.lo-1])
-			} else {
-				fill(e.init, 1)
-			}
-		}
-		step, ok := s.expect(p, sub, e, &s.work[w], acc)
-		if !ok && s.alpha[g] != nil {
-			fill(e.init, 1)
-			resetAccums([]*accum{acc})
-			step, ok = s.expect(p, sub, e, &s.work[w], acc)
-		}
-		if !ok {
-			return zeroProbError(sg.seq, sg.lo+step)
-		}
-		return nil
+		resetAccums([]*accum{inc.accs[gs[i]]})
+		return s.segment(p, seqs, w, gs[i], inc.accs[gs[i]])
 	})
 	if err != nil {
 		return err

@@ -195,40 +195,7 @@ func newSegmenter(p *params, seqs []Sequence, n, workers int) *segmenter {
 func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
 	resetAccums(s.accs)
 	ns := len(s.segs)
-	err := parallel(ns, len(s.accs), func(w, g int) error {
-		sg := s.segs[g]
-		seq := seqs[sg.seq]
-		next := g+1 < ns && s.segs[g+1].seq == sg.seq
-		end := sg.hi
-		if next {
-			end++
-		}
-		sub := Sequence{Obs: seq.Obs[sg.lo:end], Actions: seq.Actions[sg.lo : end-1]}
-		e := &segEnds{first: sg.lo == 0, next: next, tail: s.beta[g]}
-		if !e.first {
-			e.beta = s.nextBeta[g-1]
-		}
-		if next {
-			e.alpha = s.nextAlpha[g+1]
-		}
-		if !e.first {
-			e.init = s.init[w]
-			if a := s.alpha[g]; a != nil {
-				p.propagate(e.init, a, seq.Actions[sg.lo-1])
-			} else {
-				fill(e.init, 1)
-			}
-		}
-		step, ok := s.expect(p, sub, e, &s.work[w], s.accs[w])
-		if !ok && s.alpha[g] != nil { // the carried message misses every path: start afresh
-			fill(e.init, 1)
-			step, ok = s.expect(p, sub, e, &s.work[w], s.accs[w])
-		}
-		if !ok {
-			return zeroProbError(sg.seq, sg.lo+step)
-		}
-		return nil
-	})
+	err := parallel(ns, len(s.accs), func(w, g int) error { return s.segment(p, seqs, w, g, s.accs[w]) })
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +204,45 @@ func (s *segmenter) run(p *params, seqs []Sequence) (*accum, error) {
 		s.beta[g], s.nextBeta[g] = swapNew(s.beta[g], s.nextBeta[g])
 	}
 	return sumAccums(s.accs), nil
+}
+
+// segment adds segment g's statistics under p to acc, on worker w's buffers, from the
+// messages of the last E-step, and writes its new messages for its neighbours
+// (nextAlpha, nextBeta).
+func (s *segmenter) segment(p *params, seqs []Sequence, w, g int, acc *accum) error {
+	ns := len(s.segs)
+	sg := s.segs[g]
+	seq := seqs[sg.seq]
+	next := g+1 < ns && s.segs[g+1].seq == sg.seq
+	end := sg.hi
+	if next {
+		end++
+	}
+	sub := Sequence{Obs: seq.Obs[sg.lo:end], Actions: seq.Actions[sg.lo : end-1]}
+	e := &segEnds{first: sg.lo == 0, next: next, tail: s.beta[g]}
+	if !e.first {
+		e.beta = s.nextBeta[g-1]
+	}
+	if next {
+		e.alpha = s.nextAlpha[g+1]
+	}
+	if !e.first {
+		e.init = s.init[w]
+		if a := s.alpha[g]; a != nil {
+			p.propagate(e.init, a, seq.Actions[sg.lo-1])
+		} else {
+			fill(e.init, 1)
+		}
+	}
+	step, ok := s.expect(p, sub, e, &s.work[w], acc)
+	if !ok && s.alpha[g] != nil { // the carried message misses every path: start afresh
+		fill(e.init, 1)
+		step, ok = s.expect(p, sub, e, &s.work[w], acc)
+	}
+	if !ok {
+		return zeroProbError(sg.seq, sg.lo+step)
+	}
+	return nil
 }
 
 // swapNew returns (next, cur) where next was written, keeping a buffer for the next
