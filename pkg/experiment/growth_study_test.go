@@ -68,7 +68,7 @@ func TestGrowthStudy(t *testing.T) {
 				continue // predates the verdict
 			}
 			withWalkMap(t, r)
-			conf.Add(!judgedToday(r).Resolved, !recoveredMap(r))
+			conf.Add(!judgedToday(r).Resolved, !r.Recovered())
 			n++
 		}
 	}
@@ -90,15 +90,6 @@ func judgedToday(r *evaluate.Report) *chmm.Verdict {
 		d.Walks = r.Training.Episodes
 	}
 	return d.Judge(chmm.ExactTokens)
-}
-
-// recoveredMap is Report.Recovered, with the projected map's F1 (threshold 0.01) for
-// worlds whose edges the Viterbi-path cut-off cannot reach (more than 500).
-func recoveredMap(r *evaluate.Report) bool {
-	if r.TrueEdges <= 500 {
-		return r.Recovered()
-	}
-	return len(r.ProjectedMap) > 0 && r.ProjectedMap[0].F1 >= 0.98 && r.StatePlacePurity >= 0.95
 }
 
 // withWalkMap gives a symbolic report its held-out walk's own score (Report.WalkMap,
@@ -183,7 +174,7 @@ func growthRow(env string, rs, ref []*evaluate.Report) string {
 		if r.Diagnosis != nil && r.Diagnosis.Verdict != nil && judgedToday(r).Resolved {
 			resolved++
 		}
-		if recoveredMap(r) {
+		if r.Recovered() {
 			recovered++
 		}
 	}

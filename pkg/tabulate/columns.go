@@ -133,21 +133,6 @@ func withJoint(f func(r *run, j *evaluate.Joint) value) func(r *run) value {
 	}
 }
 
-// mapScore is the map score a table shows: the Viterbi-path map's, or the projected
-// map's at threshold 0.01 where the held-out walk has too few steps for the cut-off
-// to keep every true edge (more than 1/f true edges), with projected true.
-func mapScore(rep *evaluate.Report) (s evaluate.EdgeScore, projected bool) {
-	f := rep.ViterbiMap.CutoffFraction
-	if f > 0 && float64(rep.TrueEdges)*f > 1 {
-		for _, p := range rep.ProjectedMap {
-			if p.Threshold == 0.01 {
-				return p.EdgeScore, true
-			}
-		}
-	}
-	return rep.ViterbiMap.EdgeScore, false
-}
-
 func bold(s string, on bool) string {
 	if on {
 		return "**" + s + "**"
@@ -262,7 +247,7 @@ var menu = []column{
 	{name: "precision", header: "map precision", prec: 3, get: func(r *run) value { return num(r.rep.ViterbiMap.Precision, "") }},
 	{name: "f1", header: "map F1", prec: 3, get: func(r *run) value { return num(r.rep.ViterbiMap.F1, "") }},
 	{name: "map", header: "map recall, F1", prec: -1, get: func(r *run) value {
-		s, projected := mapScore(r.rep)
+		s, projected := r.rep.MapScore()
 		note := ""
 		if projected {
 			note = " (projected)"
