@@ -40,6 +40,68 @@ func KeepVisited[V int | float64](m *Model, visits []V, minShare float64) ([]boo
 	return keep, kept
 }
 
+// KeepPairs is KeepVisited for a map whose clones were split in pairs (pair[s] = t
+// and pair[t] = s; -1: s has none): where both clones of a pair hold less than minShare
+// of their token's visits but together hold minShare or more, the less visited is folded
+// into the other (every row's and π's probability of it moves onto the other, whose
+// outgoing rows become the two's visit-weighted mean; in place), which is kept. A
+// place whose visits a split shared between its two copies thus keeps one clone, not
+// none. It returns keep, the clones kept and the pairs folded.
+func KeepPairs[V int | float64](m *Model, visits []V, minShare float64, pair []int) (keep []bool, kept, folded int) {
+	keep, kept = KeepVisited(m, visits, minShare)
+	if pair == nil {
+		return keep, kept, 0
+	}
+	tokens := m.StateTokens()
+	tok := make([]float64, m.K())
+	for s, k := range tokens {
+		if k >= 0 {
+			tok[k] += float64(visits[s])
+		}
+	}
+	n := m.N()
+	var folds [][2]int // (into, from)
+	for s, t := range pair {
+		if t <= s || tokens[s] < 0 || keep[s] || keep[t] {
+			continue // each pair once, from its lower state
+		}
+		vs, vt := float64(visits[s]), float64(visits[t])
+		if vs+vt == 0 || vs+vt < minShare*tok[tokens[s]] {
+			continue
+		}
+		if vt > vs {
+			folds = append(folds, [2]int{t, s})
+		} else {
+			folds = append(folds, [2]int{s, t})
+		}
+	}
+	if len(folds) == 0 {
+		return keep, kept, 0
+	}
+	// The rows first, from T as trained; then the columns, so that every row (the new
+	// ones too) sends nothing to a folded clone.
+	trans := m.Transitions()
+	for _, f := range folds {
+		into, from := f[0], f[1]
+		vi, vf := float64(visits[into]), float64(visits[from])
+		wi, wf := vi/(vi+vf), vf/(vi+vf)
+		for a := range m.NumActions {
+			ri, rf := trans[(a*n+into)*n:(a*n+into+1)*n], trans[(a*n+from)*n:(a*n+from+1)*n]
+			row := m.ThetaLogits[(a*n+into)*n : (a*n+into+1)*n]
+			for j := range row {
+				row[j] = math.Log(wi*ri[j] + wf*rf[j]) // log 0 = -Inf: an exact zero
+			}
+		}
+	}
+	for _, f := range folds {
+		foldInto(m, f[0], f[1])
+		keep[f[0]] = true
+		kept++
+		folded++
+	}
+	return keep, kept, folded
+}
+
 // Prune returns a copy of m restricted to the states s with keep[s] (len N; the
 // sink is always kept). Rows and columns of the removed states are dropped from π
 // and Θ, so every kept row is renormalised over the kept destinations:

@@ -430,3 +430,82 @@ func TestFoldAlikeWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepPairs(t *testing.T) {
+	m := New([]int{4, 1}, 2, rand.New(rand.NewPCG(3, 5)))
+	for i := range m.ThetaLogits { // a generic model, not the near-uniform init
+		if !math.IsInf(m.ThetaLogits[i], 0) {
+			m.ThetaLogits[i] = 2 * rand.New(rand.NewPCG(uint64(i), 10)).NormFloat64()
+		}
+	}
+	// States: token 0 = {0, 1, 2, 3}, token 1 = {4}, sink 5. Pairs (0, 3) and (1, 2).
+	// Clones 1 and 2 hold 0.6% and 0.5% of token 0's visits: each under 1%, 1.1% together.
+	pair := []int{3, 2, 1, 0, -1, -1}
+	visits := []float64{50, 0.6, 0.5, 48.9, 7, 0}
+	orig := m.Clone()
+	keep, kept, folded := KeepPairs(m, visits, 0.01, pair)
+	if !slices.Equal(keep, []bool{true, true, false, true, true, true}) || kept != 4 || folded != 1 {
+		t.Fatalf("keep %v, kept %d, folded %d; want [true true false true true true], 4, 1", keep, kept, folded)
+	}
+	n := m.N()
+	to, tm := orig.Transitions(), m.Transitions()
+	po, pm := make([]float64, n), make([]float64, n)
+	softmaxInto(po, orig.PiLogits)
+	softmaxInto(pm, m.PiLogits)
+	for a := range 2 {
+		for i := range n {
+			src := i
+			for j := range n {
+				want := to[(a*n+src)*n+j]
+				if i == 1 { // clone 1's rows: the pair's visit-weighted mean
+					want = (0.6*to[(a*n+1)*n+j] + 0.5*to[(a*n+2)*n+j]) / 1.1
+				}
+				if j == 1 { // and what went to clone 2 goes to clone 1
+					w2 := to[(a*n+src)*n+2]
+					if i == 1 {
+						w2 = (0.6*to[(a*n+1)*n+2] + 0.5*to[(a*n+2)*n+2]) / 1.1
+					}
+					want += w2
+				}
+				if j == 2 {
+					want = 0
+				}
+				if got := tm[(a*n+i)*n+j]; math.Abs(got-want) > 1e-12 {
+					t.Errorf("T'[%d,%d,%d] = %v, want %v", a, i, j, got, want)
+				}
+			}
+		}
+	}
+	if math.Abs(pm[1]-(po[1]+po[2])) > 1e-12 || pm[2] != 0 {
+		t.Errorf("π' = %v from %v: want clone 2's probability on clone 1", pm, po)
+	}
+	// Under the share together: both dropped; no pairs: KeepVisited's.
+	m2 := orig.Clone()
+	if keep, _, folded := KeepPairs(m2, []float64{50, 0.4, 0.5, 49.1, 7, 0}, 0.01, pair); keep[1] || keep[2] || folded != 0 {
+		t.Errorf("0.4%% and 0.5%%: keep %v, folded %d; want both dropped", keep, folded)
+	}
+	if keep, _, folded := KeepPairs(m2, visits, 0.01, nil); keep[1] || keep[2] || folded != 0 {
+		t.Errorf("no pairs: keep %v, folded %d; want KeepVisited's", keep, folded)
+	}
+	// A pair split without noise folds back exactly: every sequence keeps its probability.
+	base := orig.Clone()
+	split, err := SplitSome(base, []bool{false, true, false, false, false, false}, 0, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// split: token 0 = {0, 1, 2, 3, 4} with 4 the copy of 1; token 1 = {5}; sink 6.
+	rng := rand.New(rand.NewPCG(7, 8))
+	seqs := []Sequence{randomSeq(rng, 2, 2, 7), randomSeq(rng, 2, 2, 9)}
+	want, err := LogLikelihood(split, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, folded = KeepPairs(split, []float64{50, 0.6, 0, 48.9, 0.5, 7, 0}, 0.01, []int{-1, 4, -1, -1, 1, -1, -1})
+	got, err := LogLikelihood(split, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded != 1 || math.Abs(got-want) > 1e-9*math.Abs(want) {
+		t.Errorf("folded %d, ℓ %v after the fold, %v before: want 1 and equal", folded, got, want)
+	}
+}

@@ -51,7 +51,9 @@ type emRounds struct {
 // begun before them goes on as it began: pieces, plain EM, Final.Iters a round; see
 // finalEMState.Segments). C starts as startConfusion makes it; entries below
 // ConfusionMin are dropped after each round. Then the clones holding at least
-// chmm.UsedShare of their token's expected visits are kept, and those of them whose copy
+// chmm.UsedShare of their token's expected visits are kept (and of two copies of a split
+// that hold that share only together, the more visited, the other folded into it:
+// finalEMState.FoldPairs), and those of them whose copy
 // from the last split was kept too are split in two (after round 0, which has no
 // copies, every kept clone); a clone whose copy went unused, or that was not split,
 // stays one. Where a round that split only some clones gains less than SplitGain, or no
@@ -96,7 +98,7 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 	f, cfg := e.f, e.f.s.cfg
 	s := f.st.FinalEM
 	if s == nil {
-		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience, EarlyMiss: true, Selective: true}
+		e.s = &finalEMState{Segments: max(1, runtime.GOMAXPROCS(0)), Patience: SplitPatience, EarlyMiss: true, Selective: true, FoldPairs: true}
 		if h := f.s.hooks; h != nil && h.legacyEM {
 			e.s = &finalEMState{Pieces: runtime.GOMAXPROCS(0)}
 		} else if h != nil && h.preStops {
@@ -105,6 +107,12 @@ func (e *emRounds) begin(k, numActions int) (*chmm.Model, error) {
 			e.s.EarlyMiss, e.s.Selective = false, false
 		} else if h != nil && h.splitAll {
 			e.s.Selective = false
+		}
+		if h := f.s.hooks; h != nil && h.dropPairs {
+			e.s.FoldPairs = false
+		}
+		if !e.s.Selective {
+			e.s.FoldPairs = false
 		}
 		var rare []int
 		e.conf, rare = startConfusion(e.seqs, k)
@@ -235,7 +243,11 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 	if err != nil {
 		return chmm.SplitJudgement{}, fmt.Errorf("pipeline: finalisation: %w", err)
 	}
-	keep, kept := chmm.KeepVisited(m, visits, chmm.UsedShare)
+	var pairs []int // nil: chmm.KeepVisited's keep
+	if e.s.FoldPairs {
+		pairs = e.siblings
+	}
+	keep, kept, folded := chmm.KeepPairs(m, visits, chmm.UsedShare, pairs)
 	nsplit, splits := kept, "split in two"
 	e.split, e.nextFull = nil, true
 	if e.s.Selective {
@@ -259,7 +271,11 @@ func (e *emRounds) judge(round int, m *chmm.Model) (chmm.SplitJudgement, error) 
 		why = fmt.Sprintf("the walks' %d steps are fewer than %d per state of another split (%d): the map of round %d kept", steps, least, kept+nsplit+1, e.bestRound)
 	}
 	if out := f.s.out; out != nil {
-		fmt.Fprintf(out, "round %d: %d states, %d used; held-out ends of the training walks %.4f bits/step", round, m.N(), kept, bits)
+		fmt.Fprintf(out, "round %d: %d states, %d used", round, m.N(), kept)
+		if folded > 0 {
+			fmt.Fprintf(out, " (%d of them the two copies of a split folded into one)", folded)
+		}
+		fmt.Fprintf(out, "; held-out ends of the training walks %.4f bits/step", bits)
 		if why != "" {
 			splits = why
 		}

@@ -205,6 +205,9 @@ type hooks struct {
 	// splitAll begins an EM finalisation as one begun before finalEMState.Selective:
 	// every split splits every kept clone.
 	splitAll bool
+	// dropPairs begins an EM finalisation as one begun before finalEMState.FoldPairs:
+	// copies under chmm.UsedShare are dropped even where together they hold it.
+	dropPairs bool
 	// missMargin, if positive, MissMargin.
 	missMargin float64
 	// emRound sees each EM finalisation round's trained map and its confusion matrix

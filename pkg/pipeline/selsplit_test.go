@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,18 +144,23 @@ func TestFinalEMSplitsSelectively(t *testing.T) {
 		t.Fatal(err)
 	}
 	type round struct {
-		states, used, split int
-		bits                float64
-		what                string
+		states, used, split, folded int
+		bits                        float64
+		what                        string
 	}
+	line := regexp.MustCompile(`^round \d+: (\d+) states, (\d+) used(?: \((\d+) of them the two copies of a split folded into one\))?; held-out ends of the training walks ([0-9.]+) bits/step: (.*)$`)
 	var rounds []round
 	for _, l := range strings.Split(out.String(), "\n") {
 		var r round
-		var n int
-		if _, err := fmt.Sscanf(l, "round %d: %d states, %d used; held-out ends of the training walks %f bits/step: ", &n, &r.states, &r.used, &r.bits); err != nil {
+		g := line.FindStringSubmatch(l)
+		if g == nil {
 			continue
 		}
-		r.what = l[strings.LastIndex(l, "bits/step: ")+len("bits/step: "):]
+		r.states, _ = strconv.Atoi(g[1])
+		r.used, _ = strconv.Atoi(g[2])
+		r.folded, _ = strconv.Atoi(g[3]) // "" without folds: 0
+		r.bits, _ = strconv.ParseFloat(g[4], 64)
+		r.what = g[5]
 		switch {
 		case strings.HasPrefix(r.what, "the "):
 			fmt.Sscanf(r.what, "the %d that kept", &r.split)
@@ -168,7 +175,7 @@ func TestFinalEMSplitsSelectively(t *testing.T) {
 	if testing.Verbose() {
 		t.Log(out.String())
 	}
-	partial, best := false, math.Inf(1)
+	partial, best, folds := false, math.Inf(1), 0
 	for i, r := range rounds {
 		full := i == 0 || rounds[i-1].split == rounds[i-1].used // round i's start split every clone
 		missed := best-r.bits < SplitGain
@@ -186,12 +193,19 @@ func TestFinalEMSplitsSelectively(t *testing.T) {
 			t.Errorf("round %d split some clones and missed, then split %d of %d", i, r.split, r.used)
 		case last && !(missed && full && strings.Contains(r.what, "without a gain")):
 			t.Errorf("the rounds end at round %d (missed %v, its start split every clone %v): %q", i, missed, full, r.what)
+		case i == 0 && r.folded > 0:
+			t.Errorf("round 0, which has no pairs, folded %d", r.folded)
+		case strings.HasPrefix(r.what, "the ") && r.split > r.used-r.folded:
+			// a fold's survivor lost its copy, so it is not split again
+			t.Errorf("round %d kept %d clones, %d of them folded pairs, and split %d", i, r.used, r.folded, r.split)
 		}
+		folds += r.folded
 		partial = partial || !missed && r.split > 0 && r.split < r.used
 	}
 	if !partial {
 		t.Errorf("no round split only some of its clones:\n%s", out.String())
 	}
+	t.Logf("%d pairs folded", folds)
 	var some []int // the rounds whose start split only some clones, as the report records them
 	for i := 1; i < len(rounds); i++ {
 		if rounds[i-1].split < rounds[i-1].used {

@@ -201,7 +201,12 @@ type finalEMState struct {
 	Selective  bool
 	Siblings   []int
 	FullSplits int
-	RNG        []byte // the splits' generator (rand.PCG.MarshalBinary)
+	// FoldPairs: where both copies of a pair (Siblings) hold less than chmm.UsedShare of
+	// their token's visits but together hold that share, the less visited is folded into
+	// the other, which is kept (chmm.KeepPairs), instead of both being dropped. false: a
+	// finalisation begun before, which goes on dropping both.
+	FoldPairs bool
+	RNG       []byte // the splits' generator (rand.PCG.MarshalBinary)
 	// Training is a file holding Round's EM in progress (a gob of chmm.EMState, saved
 	// every finalSaveEvery); "" when Round's EM starts from Start. Round 0 has no Start
 	// or Best file: its start is chmm.New's from the config's seed.
