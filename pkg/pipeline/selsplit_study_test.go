@@ -84,8 +84,64 @@ func TestSelectiveSplitStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg = cfg.WithFinalTrainer(FinalEM)
+	// SELSPLIT_SHARES=1: after each round, the class at the most places: its clones by
+	// share of the class's decoded visits (≥ chmm.UsedShare, below), and its places whose
+	// most visited clone (in visits there) holds less than chmm.UsedShare of the class's
+	// visits in all, and is pruned.
+	shares := os.Getenv("SELSPLIT_SHARES") != ""
+	bigClass, most := 0, 0
+	perClass := map[int]int{}
+	for _, c := range env.Class {
+		if perClass[c]++; perClass[c] > most {
+			bigClass, most = c, perClass[c]
+		}
+	}
 	for _, mode := range modes {
 		h := &hooks{splitAll: mode == "all"}
+		if shares {
+			h.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
+				visits := make([]int, m.N())
+				at := map[[2]int]int{} // (state, place) visits
+				tot := 0
+				for q, seq := range seqs {
+					path, _, err := chmm.Decode(m, chmm.Confused{Tokens: seq.Obs, C: conf}, seq.Actions)
+					if err != nil {
+						return err
+					}
+					for i, s := range path {
+						if m.Token(s) == bigClass {
+							visits[s]++
+							at[[2]int{s, places[q][i]}]++
+							tot++
+						}
+					}
+				}
+				above, below := 0, 0
+				for s := m.FirstState(bigClass); s < m.FirstState(bigClass)+m.Clones[bigClass]; s++ {
+					switch {
+					case float64(visits[s]) >= chmm.UsedShare*float64(tot):
+						above++
+					case visits[s] > 0:
+						below++
+					}
+				}
+				best := map[int][2]int{} // place → its most visited clone and that clone's visits there
+				for sp, n := range at {
+					if b, ok := best[sp[1]]; !ok || n > b[1] {
+						best[sp[1]] = [2]int{sp[0], n}
+					}
+				}
+				lost := 0
+				for _, b := range best {
+					if float64(visits[b[0]]) < chmm.UsedShare*float64(tot) {
+						lost++
+					}
+				}
+				fmt.Printf("%s: round %d, class %d at %d places: %d clones at ≥ %g of its visits, %d below; %d places whose most visited clone is below\n",
+					mode, round, bigClass, most, above, chmm.UsedShare, below, lost)
+				return nil
+			}
+		}
 		var out strings.Builder
 		f := testFinaliser(cfg, nil, &prefixWriter{w: os.Stdout, prefix: mode + ": ", buf: &out}, h)
 		t0 := time.Now()
