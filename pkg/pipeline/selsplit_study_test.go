@@ -18,10 +18,12 @@ import (
 // names a built-in environment or a layout file): the EM finalisation's split rounds
 // splitting every kept clone (hooks.splitAll, the finalisations begun before
 // finalEMState.Selective) against splitting only the clones that kept both copies of
-// their last split (today's), on the environment's reference walks (Defaults: episodes
-// × steps, SELSPLIT_STEPS for other lengths) whose tokens are misread with probability
-// SELSPLIT_P (default 0.05), each as one of two fixed other tokens. SELSPLIT_MODE=all or
-// selective runs one of them (default both). Each prints its rounds, E-steps and
+// their last split (today's), and the same dropping both copies of a split that hold
+// chmm.UsedShare only together (hooks.dropPairs, the finalisations begun before
+// finalEMState.FoldPairs), on the environment's reference walks (Defaults: episodes ×
+// steps, SELSPLIT_STEPS for other lengths) whose tokens are misread with probability
+// SELSPLIT_P (default 0.05), each as one of two fixed other tokens. SELSPLIT_MODE=all,
+// selective or dropped runs one of them (default all and selective). Each prints its rounds, E-steps and
 // seconds, and scores the kept map against the true places (labels only to score) by
 // decoding the training walks through its confusion matrix: state→place purity,
 // place→state purity, the states the paths visit. Results: results/notes/bigger-pixels.md.
@@ -57,6 +59,9 @@ func TestSelectiveSplitStudy(t *testing.T) {
 	}
 	modes := []string{"all", "selective"}
 	if v := os.Getenv("SELSPLIT_MODE"); v != "" {
+		if v != "all" && v != "selective" && v != "dropped" {
+			t.Fatalf("SELSPLIT_MODE=%q: want all, selective or dropped", v)
+		}
 		modes = []string{v}
 	}
 	k := env.NumClasses()
@@ -97,7 +102,7 @@ func TestSelectiveSplitStudy(t *testing.T) {
 		}
 	}
 	for _, mode := range modes {
-		h := &hooks{splitAll: mode == "all"}
+		h := &hooks{splitAll: mode == "all", dropPairs: mode == "dropped"}
 		if shares {
 			h.emRound = func(round int, m *chmm.Model, conf [][]float64) error {
 				visits := make([]int, m.N())
